@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: Apache-2.0
+# The README's two commands, and a few more.  Everything is built by CMake in
+# $(BUILD); CMAKE_FLAGS passes options through (see CMakeLists.txt).
+#
+#   make demo      install missing packages, build, run the main job
+#   make test      install missing packages, build, run every test (ctest)
+#   make bench     the performance comparisons of bench/ (prints figures)
+#   make install   PREFIX=/usr/local (libraries, tools, header, pkg-config)
+
+BUILD ?= build
+PREFIX ?= /usr/local
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc)
+CTEST_FLAGS ?=
+
+.PHONY: all deps build demo test bench install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+bench: build
+	@scripts/install-deps.sh bench
+	@bench/run-all.sh $(BUILD)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The parameter registry: every RINGWAY_* variable, typed, with a default,
+ * bounds and help text, generated from rw_params.def.
+ *
+ * Lifecycle: a caller owns a struct rw_config (plain data, copyable), fills
+ * it once with rw_config_load() and treats it as immutable afterwards.  The
+ * plugin keeps one in its context; tests build their own from a fake
+ * environment.  This module is the only place that reads the environment.
+ */
+#ifndef RW_PARAMS_H
+#define RW_PARAMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RW_PARAM_STR_MAX 256
+
+/* Values of the enum parameters, in the order of their "choices" strings
+ * (tests/common/test_params.c checks that each count matches). */
+enum rw_transport_kind {
+	RW_TRANSPORT_AUTO,
+	RW_TRANSPORT_SOCKET,
+	RW_TRANSPORT_COUNT
+};
+
+enum rw_socket_family {
+	RW_SOCKET_FAMILY_ANY,
+	RW_SOCKET_FAMILY_IPV4,
+	RW_SOCKET_FAMILY_IPV6,
+	RW_SOCKET_FAMILY_COUNT
+};
+
+struct rw_config {
+#define RW_PARAM_INT(field, name, def, min, max, help) int64_t field;
+#define RW_PARAM_SIZE(field, name, def, min, max, help) size_t field;
+#define RW_PARAM_STR(field, name, def, help) char field[RW_PARAM_STR_MAX];
+#define RW_PARAM_ENUM(field, name, def, choices, help) int field;
+#include "common/rw_params.def"
+};
+
+enum rw_param_type {
+	RW_PARAM_TYPE_INT,
+	RW_PARAM_TYPE_SIZE,
+	RW_PARAM_TYPE_STR,
+	RW_PARAM_TYPE_ENUM,
+};
+
+/** One row of the registry. */
+struct rw_param_desc {
+	const char *env;     /**< full name, "RINGWAY_TIMEOUT_MS" */
+	enum rw_param_type type;
+	const char *def;     /**< default, as the user would write it */
+	const char *choices; /**< "a|b|c" for enums, else NULL */
+	int64_t min, max;    /**< bounds for INT and SIZE */
+	const char *help;
+	size_t offset;       /**< offsetof(struct rw_config, field) */
+};
+
+/** The registry rows; *n receives their number.  Static storage. */
+const struct rw_param_desc *rw_params_table(size_t *n);
+
+/**
+ * Reads a variable.  Returns NULL when unset.  The default (NULL given to
+ * rw_config_load) reads the process environment.
+ */
+typedef const char *(*rw_env_fn)(void *arg, const char *name);
+
+/** Fill cfg with every default.  Never fails. */
+void rw_config_defaults(struct rw_config *cfg);
+
+/**
+ * Fill cfg from the environment (or from env(arg, name) when env is set).
+ * A value that does not parse or is out of bounds is rejected with one
+ * warning naming the variable, the value and the default kept.
+ * \return the number of rejected values (0 when all were good).
+ */
+int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg);
+
+/**
+ * Print the registry as a table: variable, current value (from cfg, or the
+ * default when cfg is NULL), default, help.
+ */
+void rw_params_print(FILE *f, const struct rw_config *cfg);
+
+/** Format one parameter's value in cfg into buf. */
+void rw_param_format(const struct rw_config *cfg, const struct rw_param_desc *d,
+		     char *buf, size_t len);
+
+/** Name of choice `value` of an enum parameter ("socket"); "?" if out of range. */
+const char *rw_param_choice_name(const char *choices, int value, char *buf,
+				 size_t len);
+
+/** Number of choices in "a|b|c". */
+int rw_param_choice_count(const char *choices);
+
+/**
+ * Parse "64", "64K", "1M", "2GiB" (binary multiples).
+ * \return 0, or -EINVAL (not a size) / -ERANGE (overflow).
+ */
+int rw_parse_size(const char *s, size_t *out);
+
+/**
+ * Read a variable that is not ringway's own (MASTER_ADDR, OMPI_COMM_WORLD_RANK,
+ * ...).  The one getenv of the project besides the registry.  NULL if unset.
+ */
+const char *rw_env_get(const char *name);
+
+#endif /* RW_PARAMS_H */

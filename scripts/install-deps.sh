@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Install the Debian packages ringway needs, if any are missing.
+#   install-deps.sh          build + test packages
+#   install-deps.sh bench    also the comparison tools used by bench/
+# As root it runs apt-get; otherwise it prints the exact command and fails.
+set -euo pipefail
+
+pkgs=(build-essential cmake ninja-build pkg-config libhwloc-dev libibverbs-dev
+      ibverbs-providers libcmocka-dev)
+if [[ ${1:-} == bench ]]; then
+  pkgs+=(iperf3 hyperfine openmpi-bin libopenmpi-dev)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+((${#missing[@]} == 0)) && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+  echo "ringway: missing Debian packages: ${missing[*]}" >&2
+  echo "ringway: run as root:  apt-get update && $cmd" >&2
+  exit 1
+fi
+echo "ringway: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Fails when a module includes a header from a layer above it, when anything
+# but common/ reads the environment, or when ncclResult_t leaks out of
+# plugin/ and abi/.  Usage: check_layers.sh <source root>
+set -u
+root=${1:-.}
+cd "$root" || exit 2
+fail=0
+
+# layer -> folders it may include (besides itself)
+declare -A allowed=(
+  [common]=""
+  [abi]=""
+  [topo]="common"
+  [kernels]="common"
+  [transport]="common topo kernels"
+  [coll]="common topo kernels transport include"
+  [plugin]="common topo kernels transport coll abi include"
+  [tools]="common topo kernels transport coll abi include"
+  [include]=""
+)
+for layer in "${!allowed[@]}"; do
+  [[ -d $layer ]] || continue
+  while IFS=: read -r file _ inc; do
+    dir=${inc#*\"}; dir=${dir%%/*}
+    [[ $dir == "$layer" ]] && continue
+    [[ " ${allowed[$layer]} " == *" $dir "* ]] && continue
+    # headers next to the file (no folder) are fine
+    [[ $inc != *\"*/*\"* ]] && continue
+    echo "layering: $file includes \"${inc#*\"}: $layer may not reach $dir"
+    fail=1
+  done < <(grep -rn --include='*.[ch]' --include='*.cu' --include='*.cuh' -E '^#include +"' "$layer" 2>/dev/null)
+done
+
+if grep -rn --include='*.[ch]' --include='*.cu' -E '\bgetenv *\(' . --exclude-dir='build*' --exclude-dir=tests \
+     | grep -v '^./common/' | grep -q .; then
+  grep -rn --include='*.[ch]' --include='*.cu' -E '\bgetenv *\(' . --exclude-dir='build*' --exclude-dir=tests | grep -v '^./common/'
+  echo "layering: getenv outside common/ (use the parameter registry or rw_env_get)"
+  fail=1
+fi
+
+if grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include tools 2>/dev/null | grep -q .; then
+  grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include tools
+  echo "layering: ncclResult_t outside plugin/ and abi/"
+  fail=1
+fi
+
+[[ $fail == 0 ]] && echo "layering: ok"
+exit $fail

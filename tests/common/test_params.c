@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The parameter registry: defaults, parsing, rejection with a warning. */
+#include "support/rw_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rw_log.h"
+#include "common/rw_params.h"
+
+static int setup(void **state)
+{
+	(void)state;
+	rw_test_log_reset();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	RW_TEST_ASSERT_LOG_CLEAN();
+	return 0;
+}
+
+static void defaults_parse_and_are_in_bounds(void **state)
+{
+	struct rw_config cfg;
+	size_t n;
+	const struct rw_param_desc *t = rw_params_table(&n);
+
+	(void)state;
+	rw_config_defaults(&cfg); /* a bad default would warn: teardown fails */
+	assert_true(n >= 8);
+	for (size_t i = 0; i < n; i++) {
+		assert_non_null(t[i].help);
+		assert_int_equal(strncmp(t[i].env, "RINGWAY_", 8), 0);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(t[i].env, t[j].env);
+	}
+	assert_int_equal(cfg.timeout_ms, 30000);
+	assert_int_equal(cfg.socket_nstreams, 4);
+	assert_int_equal(cfg.socket_min_stripe, 256 * 1024);
+	assert_int_equal(cfg.transport, RW_TRANSPORT_AUTO);
+	assert_int_equal(cfg.debug, RW_LOG_WARN);
+	assert_string_equal(cfg.socket_ifname, "");
+}
+
+static void enum_choices_match_c_enums(void **state)
+{
+	size_t n;
+	const struct rw_param_desc *t = rw_params_table(&n);
+
+	(void)state;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(t[i].env, "RINGWAY_TRANSPORT") == 0)
+			assert_int_equal(rw_param_choice_count(t[i].choices),
+					 RW_TRANSPORT_COUNT);
+		if (strcmp(t[i].env, "RINGWAY_SOCKET_FAMILY") == 0)
+			assert_int_equal(rw_param_choice_count(t[i].choices),
+					 RW_SOCKET_FAMILY_COUNT);
+		if (strcmp(t[i].env, "RINGWAY_DEBUG") == 0)
+			assert_int_equal(rw_param_choice_count(t[i].choices),
+					 RW_LOG_TRACE + 1);
+	}
+}
+
+static void good_values_are_taken(void **state)
+{
+	struct rw_config cfg;
+	const char *env[] = {
+		"RINGWAY_TIMEOUT_MS", "1500",
+		"RINGWAY_SOCKET_MIN_STRIPE", "1M",
+		"RINGWAY_SOCKET_IFNAME", "^docker,lo",
+		"RINGWAY_TRANSPORT", "SOCKET",
+		"RINGWAY_DEBUG", "info",
+		"RINGWAY_SOCKET_NSTREAMS", "0x8",
+		NULL,
+	};
+
+	(void)state;
+	assert_int_equal(rw_test_config(&cfg, env), 0);
+	assert_int_equal(cfg.timeout_ms, 1500);
+	assert_int_equal(cfg.socket_min_stripe, 1 << 20);
+	assert_string_equal(cfg.socket_ifname, "^docker,lo");
+	assert_int_equal(cfg.transport, RW_TRANSPORT_SOCKET);
+	assert_int_equal(cfg.debug, RW_LOG_INFO);
+	assert_int_equal(cfg.socket_nstreams, 8);
+}
+
+static void bad_values_warn_and_keep_default(void **state)
+{
+	struct rw_config cfg;
+	const char *env[] = {
+		"RINGWAY_TIMEOUT_MS", "12abc",        /* junk after digits */
+		"RINGWAY_SOCKET_NSTREAMS", "99",      /* out of bounds */
+		"RINGWAY_SOCKET_MIN_STRIPE", "-4K",   /* negative size */
+		"RINGWAY_TRANSPORT", "carrier-pigeon",/* not a choice */
+		NULL,
+	};
+
+	(void)state;
+	rw_test_log_expect("rejected");
+	assert_int_equal(rw_test_config(&cfg, env), 4);
+	assert_int_equal(cfg.timeout_ms, 30000);
+	assert_int_equal(cfg.socket_nstreams, 4);
+	assert_int_equal(cfg.socket_min_stripe, 256 * 1024);
+	assert_int_equal(cfg.transport, RW_TRANSPORT_AUTO);
+	/* each warning names the variable, the value and the default */
+	assert_int_equal(rw_test_log_count("RINGWAY_TIMEOUT_MS='12abc' rejected"), 1);
+	assert_int_equal(rw_test_log_count("RINGWAY_SOCKET_NSTREAMS='99' rejected (expected an integer in [1, 16]); using the default '4'"), 1);
+	assert_int_equal(rw_test_log_count("'carrier-pigeon' rejected (expected one of auto|socket)"), 1);
+	assert_int_equal(rw_test_log_count("RINGWAY_SOCKET_MIN_STRIPE='-4K'"), 1);
+}
+
+static void too_long_string_is_rejected(void **state)
+{
+	struct rw_config cfg;
+	char big[RW_PARAM_STR_MAX + 10];
+	const char *env[] = { "RINGWAY_SOCKET_IFNAME", big, NULL };
+
+	(void)state;
+	memset(big, 'e', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	rw_test_log_expect("rejected");
+	assert_int_equal(rw_test_config(&cfg, env), 1);
+	assert_string_equal(cfg.socket_ifname, "");
+}
+
+static void sizes_parse(void **state)
+{
+	size_t v;
+
+	(void)state;
+	assert_int_equal(rw_parse_size("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(rw_parse_size("64k", &v), 0);
+	assert_int_equal(v, 65536);
+	assert_int_equal(rw_parse_size("2GiB", &v), 0);
+	assert_int_equal(v, 2ull << 30);
+	assert_int_equal(rw_parse_size("3MB", &v), 0);
+	assert_int_equal(v, 3u << 20);
+	assert_int_equal(rw_parse_size("12Q", &v), -EINVAL);
+	assert_int_equal(rw_parse_size("", &v), -EINVAL);
+	assert_int_equal(rw_parse_size("K", &v), -EINVAL);
+	assert_int_equal(rw_parse_size("99999999999999999999", &v), -ERANGE);
+	assert_int_equal(rw_parse_size("99999999999T", &v), -ERANGE);
+}
+
+static void table_prints_every_variable(void **state)
+{
+	char *text = NULL;
+	size_t len = 0, n;
+	FILE *f = open_memstream(&text, &len);
+	const struct rw_param_desc *t = rw_params_table(&n);
+
+	(void)state;
+	rw_params_print(f, NULL);
+	fclose(f);
+	for (size_t i = 0; i < n; i++)
+		assert_non_null(strstr(text, t[i].env));
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(defaults_parse_and_are_in_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(enum_choices_match_c_enums, setup, teardown),
+		cmocka_unit_test_setup_teardown(good_values_are_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_values_warn_and_keep_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(too_long_string_is_rejected, setup, teardown),
+		cmocka_unit_test_setup_teardown(sizes_parse, setup, teardown),
+		cmocka_unit_test_setup_teardown(table_prints_every_variable, setup, teardown),
+	};
+
+	rw_test_log_install();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

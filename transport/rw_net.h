@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rw_net: the one internal interface for moving bytes, shaped after the NCCL
+ * net ABI (v11).  Every transport (socket, later shm and ib) implements
+ * struct rw_net_ops; the plugin's ABI adapters and the ring engine call the
+ * rw_net_*() inlines below and never a transport directly.
+ *
+ * Objects.  Each transport object starts with the generic one (first member),
+ * so a transport converts back with rw_container_of():
+ *   struct rw_net         a transport instance: device list + config.
+ *                         Created by the transport's create function
+ *                         (rw_sock_create(), ...), freed by rw_net_destroy().
+ *   struct rw_net_listen  a listening endpoint (listen -> accept).
+ *   struct rw_net_comm    one direction of a connection: a send comm only
+ *                         sends, a recv comm only receives.
+ *   struct rw_net_mr      a memory registration on a comm.
+ *   struct rw_net_req     an operation in flight (isend, irecv, iflush).
+ *
+ * Errors.  Every call returns 0 or a negative errno.  When a call fails, the
+ * operation it would have started does not exist and its output is untouched.
+ * Connection failures use -ECONNRESET, -ECONNREFUSED, -EPIPE, -ETIMEDOUT or
+ * -EPROTO (peer spoke garbage) and are logged once by the transport with the
+ * peer's address; misuse (bad device, closed comm, unknown mr) is -EINVAL
+ * or -EBADF; size overruns are -EMSGSIZE.
+ *
+ * Blocking.  No call waits on a peer.  listen/connect/accept, isend/irecv and
+ * test return at once; "not ready yet" is a NULL output with a 0 return
+ * (connect/accept: *comm == NULL; isend/irecv: *req == NULL, try again).
+ * Waits on a peer are bounded by cfg->timeout_ms: a peer that stays silent
+ * that long while a request is pending fails the request.
+ *
+ * Threads.  Different comms may be used from different threads at once.
+ * On one comm, reg_mr/dereg_mr may run concurrently with the data path
+ * (isend/irecv/test); the data path of one comm is used by one thread at a
+ * time (NCCL's progress thread).
+ */
+#ifndef RW_NET_H
+#define RW_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rw_common.h"
+#include "common/rw_params.h"
+
+#define RW_NET_HANDLE_MAXSIZE 128 /* NCCL_NET_HANDLE_MAXSIZE */
+#define RW_NET_MAX_REQUESTS 32    /* NCCL_NET_MAX_REQUESTS, per comm */
+#define RW_NET_MAX_RECVS 8        /* most buffers one grouped irecv takes */
+#define RW_NET_MAX_DEVS_PER_NIC 8 /* vProps.devs[] in the newest ABI */
+
+/* Memory types for reg_mr (NCCL_PTR_* values). */
+#define RW_PTR_HOST 0x1
+#define RW_PTR_CUDA 0x2
+#define RW_PTR_DMABUF 0x4
+
+#define RW_NET_ID_UNDEF (-1) /* rail_id / plane_id unknown */
+
+/** What a device is and can do.  Strings are owned by the rw_net and live
+ *  until rw_net_destroy(). */
+struct rw_net_props {
+	const char *name;     /**< unique, stable device name ("eth0") */
+	const char *pci_path; /**< sysfs PCI directory, NULL if not PCI */
+	uint64_t guid;
+	int ptr_support;      /**< RW_PTR_* mask */
+	int reg_is_global;
+	int force_flush;
+	int speed_mbps;
+	int port;
+	float latency_us;
+	int max_comms;
+	int max_recvs;        /**< most buffers per irecv, <= RW_NET_MAX_RECVS */
+	int vdev_ndevs;       /**< physical devices behind this one (1) */
+	int vdev_devs[RW_NET_MAX_DEVS_PER_NIC];
+	size_t max_p2p_bytes;
+	size_t max_coll_bytes;
+	int max_multi_request_size;
+	int16_t rail_id;      /**< RW_NET_ID_UNDEF until topology knows */
+	int16_t plane_id;
+};
+
+struct rw_net;
+struct rw_net_listen;
+struct rw_net_comm;
+struct rw_net_mr;
+struct rw_net_req;
+
+/**
+ * The operations of a transport.  Every slot is filled (a transport without
+ * an operation points it at an rw_net_unsupported_*() stub).  Sorted in the
+ * order of the NCCL net ABI so the adapters read top to bottom.
+ */
+struct rw_net_ops {
+	const char *name; /**< "socket", "shm", "ib" */
+
+	int (*devices)(struct rw_net *net, int *ndev);
+	int (*get_properties)(struct rw_net *net, int dev,
+			      struct rw_net_props *props);
+	/** Write at most RW_NET_HANDLE_MAXSIZE bytes to handle. */
+	int (*listen)(struct rw_net *net, int dev, void *handle,
+		      struct rw_net_listen **listen_comm);
+	/** *send_comm stays NULL (and 0 is returned) until connected. */
+	int (*connect)(struct rw_net *net, int dev, const void *handle,
+		       struct rw_net_comm **send_comm);
+	/** *recv_comm stays NULL (and 0 is returned) until a peer arrived. */
+	int (*accept)(struct rw_net_listen *listen_comm,
+		      struct rw_net_comm **recv_comm);
+	int (*reg_mr)(struct rw_net_comm *comm, void *data, size_t size,
+		      int type, struct rw_net_mr **mr);
+	int (*reg_mr_dmabuf)(struct rw_net_comm *comm, void *data, size_t size,
+			     int type, uint64_t offset, int fd,
+			     struct rw_net_mr **mr);
+	int (*dereg_mr)(struct rw_net_comm *comm, struct rw_net_mr *mr);
+	/** *req == NULL with 0: no room now, try again. */
+	int (*isend)(struct rw_net_comm *comm, void *data, size_t size, int tag,
+		     struct rw_net_mr *mr, struct rw_net_req **req);
+	/** n buffers (1..max_recvs) in one request; sizes are upper bounds. */
+	int (*irecv)(struct rw_net_comm *comm, int n, void **data,
+		     const size_t *sizes, const int *tags,
+		     struct rw_net_mr **mrs, struct rw_net_req **req);
+	/** *req == NULL with 0: nothing to flush, already done. */
+	int (*iflush)(struct rw_net_comm *comm, int n, void **data,
+		      const int *sizes, struct rw_net_mr **mrs,
+		      struct rw_net_req **req);
+	/**
+	 * Sets *done; when done, writes the received sizes (n entries for a
+	 * receive, 1 for a send) to sizes unless it is NULL, and frees req.
+	 * An error also frees req.
+	 */
+	int (*test)(struct rw_net_req *req, int *done, size_t *sizes);
+	/** Closing with requests in flight cancels them; never blocks. */
+	int (*close_send)(struct rw_net_comm *comm);
+	int (*close_recv)(struct rw_net_comm *comm);
+	int (*close_listen)(struct rw_net_listen *listen_comm);
+	void (*destroy)(struct rw_net *net);
+};
+
+/** Base of every transport instance. */
+struct rw_net {
+	const struct rw_net_ops *ops;
+	struct rw_config cfg; /**< copied at create; immutable */
+};
+
+struct rw_net_listen {
+	struct rw_net *net;
+};
+
+struct rw_net_comm {
+	struct rw_net *net;
+};
+
+struct rw_net_mr {
+	struct rw_net_comm *comm;
+};
+
+struct rw_net_req {
+	struct rw_net_comm *comm;
+};
+
+/* --- dispatch: the only way callers reach a transport ------------------- */
+
+static inline const char *rw_net_name(const struct rw_net *net)
+{
+	return net->ops->name;
+}
+
+static inline int rw_net_devices(struct rw_net *net, int *ndev)
+{
+	return net->ops->devices(net, ndev);
+}
+
+static inline int rw_net_get_properties(struct rw_net *net, int dev,
+					struct rw_net_props *props)
+{
+	return net->ops->get_properties(net, dev, props);
+}
+
+static inline int rw_net_listen(struct rw_net *net, int dev, void *handle,
+				struct rw_net_listen **listen_comm)
+{
+	return net->ops->listen(net, dev, handle, listen_comm);
+}
+
+static inline int rw_net_connect(struct rw_net *net, int dev, const void *handle,
+				 struct rw_net_comm **send_comm)
+{
+	return net->ops->connect(net, dev, handle, send_comm);
+}
+
+static inline int rw_net_accept(struct rw_net_listen *l,
+				struct rw_net_comm **recv_comm)
+{
+	return l->net->ops->accept(l, recv_comm);
+}
+
+static inline int rw_net_reg_mr(struct rw_net_comm *c, void *data, size_t size,
+				int type, struct rw_net_mr **mr)
+{
+	return c->net->ops->reg_mr(c, data, size, type, mr);
+}
+
+static inline int rw_net_reg_mr_dmabuf(struct rw_net_comm *c, void *data,
+				       size_t size, int type, uint64_t offset,
+				       int fd, struct rw_net_mr **mr)
+{
+	return c->net->ops->reg_mr_dmabuf(c, data, size, type, offset, fd, mr);
+}
+
+static inline int rw_net_dereg_mr(struct rw_net_comm *c, struct rw_net_mr *mr)
+{
+	return c->net->ops->dereg_mr(c, mr);
+}
+
+static inline int rw_net_isend(struct rw_net_comm *c, void *data, size_t size,
+			       int tag, struct rw_net_mr *mr,
+			       struct rw_net_req **req)
+{
+	return c->net->ops->isend(c, data, size, tag, mr, req);
+}
+
+static inline int rw_net_irecv(struct rw_net_comm *c, int n, void **data,
+			       const size_t *sizes, const int *tags,
+			       struct rw_net_mr **mrs, struct rw_net_req **req)
+{
+	return c->net->ops->irecv(c, n, data, sizes, tags, mrs, req);
+}
+
+static inline int rw_net_iflush(struct rw_net_comm *c, int n, void **data,
+				const int *sizes, struct rw_net_mr **mrs,
+				struct rw_net_req **req)
+{
+	return c->net->ops->iflush(c, n, data, sizes, mrs, req);
+}
+
+static inline int rw_net_test(struct rw_net_req *req, int *done, size_t *sizes)
+{
+	return req->comm->net->ops->test(req, done, sizes);
+}
+
+static inline int rw_net_close_send(struct rw_net_comm *c)
+{
+	return c->net->ops->close_send(c);
+}
+
+static inline int rw_net_close_recv(struct rw_net_comm *c)
+{
+	return c->net->ops->close_recv(c);
+}
+
+static inline int rw_net_close_listen(struct rw_net_listen *l)
+{
+	return l->net->ops->close_listen(l);
+}
+
+/** Frees the instance; every comm and listener must be closed first. */
+static inline void rw_net_destroy(struct rw_net *net)
+{
+	if (net)
+		net->ops->destroy(net);
+}
+
+/* Stubs for operations a transport does not have; each returns -ENOTSUP
+ * and says which transport and call, once. */
+int rw_net_unsupported_reg_mr_dmabuf(struct rw_net_comm *comm, void *data,
+				     size_t size, int type, uint64_t offset,
+				     int fd, struct rw_net_mr **mr);
+int rw_net_unsupported_iflush(struct rw_net_comm *comm, int n, void **data,
+			      const int *sizes, struct rw_net_mr **mrs,
+			      struct rw_net_req **req);
+
+/* --- transports ---------------------------------------------------------- */
+
+/**
+ * Create the TCP socket transport: discovers interfaces per
+ * cfg->socket_ifname.  \param[out] out set only on success.
+ * \return 0, -ENODEV when no usable interface exists, or -errno.
+ */
+int rw_sock_create(const struct rw_config *cfg, struct rw_net **out);
+
+#endif /* RW_NET_H */
