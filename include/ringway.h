@@ -13,11 +13,17 @@
 extern "C" {
 #endif
 
+#if defined(__GNUC__)
+#define RW_API __attribute__((visibility("default")))
+#else
+#define RW_API
+#endif
+
 /** "0.1.0": the library's version. */
-const char *rw_version(void);
+RW_API const char *rw_version(void);
 
 /** Text for a value returned by a ringway call (0 or -errno).  Static. */
-const char *rw_strerror(int err);
+RW_API const char *rw_strerror(int err);
 
 #ifdef __cplusplus
 }
