@@ -46,5 +46,13 @@ if grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' comm
   fail=1
 fi
 
+if grep -rn --include='*.[ch]' -E '^#include +<(cuda|cuda_runtime|cuda_runtime_api|nvml)\.h>' \
+     common topo transport coll plugin tools include 2>/dev/null | grep -q .; then
+  grep -rn --include='*.[ch]' -E '^#include +<(cuda|cuda_runtime|cuda_runtime_api|nvml)\.h>' \
+     common topo transport coll plugin tools include
+  echo "layering: CUDA/NVML headers outside kernels/ (only kernels/ calls CUDA)"
+  fail=1
+fi
+
 [[ $fail == 0 ]] && echo "layering: ok"
 exit $fail
