@@ -40,9 +40,9 @@ if grep -rn --include='*.[ch]' --include='*.cu' -E '\bgetenv *\(' . --exclude-di
   fail=1
 fi
 
-if grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include tools 2>/dev/null | grep -q .; then
-  grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include tools
-  echo "layering: ncclResult_t outside plugin/ and abi/"
+if grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include 2>/dev/null | grep -q .; then
+  grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include
+  echo "layering: ncclResult_t outside plugin/, abi/ and the ABI-level tools"
   fail=1
 fi
 
