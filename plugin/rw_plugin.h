@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * plugin/: the NCCL net plugin shell, libnccl-net-ringway.so.
+ *
+ * NCCL dlopen()s the library and dlsym()s ncclNetPlugin_v6 .. _v12 (const
+ * data objects defined in net_vN.c).  Each is a thin adapter: it checks its
+ * arguments, converts the version's types and calls the version-independent
+ * rw_plugin_*() functions below, which reach the transport only through the
+ * rw_net_*() inlines of transport/rw_net.h.  rw_status_to_nccl() is the one
+ * place an -errno becomes an ncclResult_t.
+ *
+ * State.  One struct rw_plugin per process, created by the first init under
+ * a lock and destroyed when its last reference goes: it holds the immutable
+ * struct rw_config, the transport instance, the cached device properties
+ * and every wrapper handed to NCCL.  References: each v11/v12 context
+ * (init .. finalize, one per communicator) and the one context shared by
+ * every v6..v10 caller (never finalized: those ABIs have no finalize).
+ *
+ * Handles given to NCCL.  listenComm/sendComm/recvComm point to a struct
+ * rw_pcomm wrapper owned by the plugin; a closed wrapper is kept (and
+ * reused for a later comm) until the plugin is destroyed, so a call on a
+ * closed comm returns an error instead of touching freed memory.  Requests
+ * and memory handles are the transport's own objects.
+ *
+ * Threads.  init/finalize/listen/connect/accept/close take the plugin lock;
+ * the data path (isend/irecv/iflush/test) takes no lock.  devices and
+ * getProperties read the process-wide plugin, which NCCL keeps alive by
+ * holding a context while it calls them.
+ *
+ * Logging.  With an NCCL logger, every ringway message is forwarded to it
+ * with "%s"; standalone (logger NULL), messages go to stderr, filtered by
+ * RINGWAY_DEBUG.  Misuse by the caller is logged once where it is found.
+ */
+#ifndef RW_PLUGIN_H
+#define RW_PLUGIN_H
+
+#include <stdint.h>
+
+#include "abi/nccl_net.h"
+#include "common/rw_params.h"
+#include "transport/rw_net.h"
+
+#define RW_PLUGIN_NAME "ringway" /* the tables' name: what NCCL_NET matches */
+
+/* Largest single p2p transfer advertised: test() reports sizes as int. */
+#define RW_PLUGIN_MAX_P2P_BYTES ((size_t)MAX_NET_SIZE)
+
+/** A v11/v12 communicator context, or the one shared by v6..v10. */
+struct rw_plugin_ctx {
+	uint64_t comm_id;
+	int traffic_class; /**< copied from NCCL's config; -1 = undefined */
+	struct rw_plugin *plugin;
+	struct rw_plugin_ctx *next; /**< the plugin's live contexts */
+};
+
+/** The process-wide plugin state; see the file comment. */
+struct rw_plugin {
+	struct rw_config cfg;          /**< loaded once; immutable */
+	struct rw_net *net;            /**< the transport instance */
+	int ndev;
+	struct rw_net_props *props;    /**< ndev entries, fixed up at create */
+	int abi_version;               /**< of the first init */
+	int refs;                      /**< contexts alive (plugin lock) */
+	struct rw_plugin_ctx *ctxs;    /**< v11/v12 contexts (plugin lock) */
+	int legacy_ready;              /**< a v6..v10 init ran (plugin lock) */
+	struct rw_plugin_ctx legacy;   /**< the context of v6..v10 */
+	struct rw_pcomm *pcomms;       /**< every wrapper (plugin lock) */
+	struct rw_pcomm *free_pcomms;  /**< closed ones, to reuse */
+};
+
+enum rw_pcomm_kind {
+	RW_PCOMM_CLOSED = 0,
+	RW_PCOMM_LISTEN,
+	RW_PCOMM_SEND,
+	RW_PCOMM_RECV,
+};
+
+/** What NCCL holds as a listenComm, sendComm or recvComm. */
+struct rw_pcomm {
+	uint32_t magic;
+	int kind;                    /**< enum rw_pcomm_kind, atomic */
+	struct rw_plugin *plugin;
+	int dev;
+	int ptr_support;             /**< the device's RW_PTR_* mask */
+	union {
+		struct rw_net_listen *listen;
+		struct rw_net_comm *comm;
+	} u;
+	struct rw_pcomm *next_all;   /**< plugin->pcomms */
+	struct rw_pcomm *next_free;  /**< plugin->free_pcomms */
+};
+
+/* --- status (rw_status.c) -------------------------------------------------- */
+
+/** 0 -> ncclSuccess; -errno -> the ncclResult_t NCCL expects (see .c). */
+ncclResult_t rw_status_to_nccl(int rc);
+
+/* --- lifecycle (rw_plugin.c) ------------------------------------------------ */
+
+/**
+ * v6..v10 init: create the plugin if needed and take the shared context's
+ * reference (once per process; later calls only update the logger).
+ * \param abi_version the ABI of the caller, for the startup message.
+ * \param logger NCCL's logger, or NULL when standalone.
+ * \return 0, or -errno (transport creation failed; nothing holds).
+ */
+int rw_plugin_init_legacy(int abi_version, ncclDebugLogger_t logger);
+
+/**
+ * v11/v12 init: a new context for one communicator (plugin created if
+ * needed).  \param[out] ctx set only on success.
+ * \param traffic_class NCCL's config value (-1 when the config is NULL).
+ */
+int rw_plugin_ctx_create(int abi_version, uint64_t comm_id, int traffic_class,
+			 ncclDebugLogger_t logger, void **ctx);
+
+/**
+ * finalize: drop a context made by rw_plugin_ctx_create().  NULL is a
+ * no-op (NCCL 2.28.9 calls finalize after a failed init); a pointer that is
+ * not a live context is rejected without being dereferenced.  The last
+ * reference destroys the plugin, closing any comm NCCL left open.
+ */
+int rw_plugin_ctx_destroy(void *ctx);
+
+/** The plugin behind a live v11/v12 context (checked against the list). */
+int rw_plugin_from_ctx(void *ctx, const char *call, struct rw_plugin **out);
+
+/** The plugin for v6..v10 calls; -EINVAL if no v6..v10 init ran. */
+int rw_plugin_from_legacy(const char *call, struct rw_plugin **out);
+
+/* --- operations shared by every version (rw_adapt.c) ----------------------- */
+
+/** Log "call: what" as misuse by the caller; returns -EINVAL. */
+int rw_plugin_bad_arg(const char *call, const char *what);
+int rw_plugin_devices(int *ndev);
+/** Fixed-up properties of dev (strings owned by the transport). */
+int rw_plugin_props(int dev, struct rw_net_props *out);
+int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle,
+		     void **listen_comm);
+int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle,
+		      void **send_comm);
+int rw_plugin_accept(void *listen_comm, void **recv_comm);
+int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type,
+		     void **mhandle);
+/** v6/v7 regMr: int size. */
+int rw_plugin_reg_mr_int(void *comm, void *data, int size, int type,
+			 void **mhandle);
+int rw_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
+			    uint64_t offset, int fd, void **mhandle);
+int rw_plugin_dereg_mr(void *comm, void *mhandle);
+/** *request is always overwritten: a request, or NULL (try again). */
+int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag,
+		    void *mhandle, void **request);
+/** v6..v8 isend: int size. */
+int rw_plugin_isend_int(void *send_comm, void *data, int size, int tag,
+			void *mhandle, void **request);
+int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
+		    const int *tags, void **mhandles, void **request);
+/** v6..v8 irecv: int sizes. */
+int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes,
+			const int *tags, void **mhandles, void **request);
+int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes,
+		     void **mhandles, void **request);
+/** sizes may be NULL; received sizes that do not fit an int fail. */
+int rw_plugin_test(void *request, int *done, int *sizes);
+int rw_plugin_close_send(void *send_comm);
+int rw_plugin_close_recv(void *recv_comm);
+int rw_plugin_close_listen(void *listen_comm);
+
+/*
+ * --- ABI-typed entry points shared by several tables (net_common.c) ---------
+ * Each is the exact type of a slot in every table that uses it (the device
+ * handle types of v7..v12 are one type); net_vN.c adds what differs.
+ */
+ncclResult_t rw_abi_devices(int *ndev);
+ncclResult_t rw_abi_listen_legacy(int dev, void *handle, void **listen_comm);
+ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle,
+			       void **listen_comm);
+ncclResult_t rw_abi_connect_v6(int dev, void *handle, void **send_comm);
+ncclResult_t rw_abi_connect_legacy(int dev, void *handle, void **send_comm,
+				   ncclNetDeviceHandle_v7_t **dev_comm);
+ncclResult_t rw_abi_connect_ctx(void *ctx, int dev, void *handle,
+				void **send_comm,
+				ncclNetDeviceHandle_v7_t **dev_comm);
+ncclResult_t rw_abi_accept_v6(void *listen_comm, void **recv_comm);
+ncclResult_t rw_abi_accept(void *listen_comm, void **recv_comm,
+			   ncclNetDeviceHandle_v7_t **dev_comm);
+ncclResult_t rw_abi_reg_mr_int(void *comm, void *data, int size, int type,
+			       void **mhandle);
+ncclResult_t rw_abi_reg_mr(void *comm, void *data, size_t size, int type,
+			   void **mhandle);
+ncclResult_t rw_abi_reg_mr_dmabuf(void *comm, void *data, size_t size,
+				  int type, uint64_t offset, int fd,
+				  void **mhandle);
+ncclResult_t rw_abi_dereg_mr(void *comm, void *mhandle);
+ncclResult_t rw_abi_isend_int(void *send_comm, void *data, int size, int tag,
+			      void *mhandle, void **request);
+ncclResult_t rw_abi_isend(void *send_comm, void *data, size_t size, int tag,
+			  void *mhandle, void **request);
+ncclResult_t rw_abi_isend_ph(void *send_comm, void *data, size_t size,
+			     int tag, void *mhandle, void *phandle,
+			     void **request);
+ncclResult_t rw_abi_irecv_int(void *recv_comm, int n, void **data,
+			      int *sizes, int *tags, void **mhandles,
+			      void **request);
+ncclResult_t rw_abi_irecv(void *recv_comm, int n, void **data, size_t *sizes,
+			  int *tags, void **mhandles, void **request);
+ncclResult_t rw_abi_irecv_ph(void *recv_comm, int n, void **data,
+			     size_t *sizes, int *tags, void **mhandles,
+			     void **phandles, void **request);
+ncclResult_t rw_abi_iflush(void *recv_comm, int n, void **data, int *sizes,
+			   void **mhandles, void **request);
+ncclResult_t rw_abi_test(void *request, int *done, int *sizes);
+ncclResult_t rw_abi_close_send(void *send_comm);
+ncclResult_t rw_abi_close_recv(void *recv_comm);
+ncclResult_t rw_abi_close_listen(void *listen_comm);
+ncclResult_t rw_abi_finalize(void *ctx);
+
+/* --- wrappers (rw_plugin.c) -------------------------------------------------- */
+
+/** A wrapper for a new comm of plugin p (plugin lock taken inside). */
+int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev,
+		   struct rw_pcomm **out);
+/** Mark closed and keep for reuse; the transport object is already gone. */
+void rw_pcomm_retire(struct rw_pcomm *pc);
+/**
+ * handle as a wrapper of the given kind, or NULL when it is NULL, not a
+ * ringway wrapper, closed, or of another kind.  Takes no lock.
+ */
+struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind);
+
+/* --- properties, one converter per struct version (rw_props.c) ------------- */
+
+void rw_props_to_v6(const struct rw_net_props *in, ncclNetProperties_v6_t *out);
+void rw_props_to_v7(const struct rw_net_props *in, ncclNetProperties_v7_t *out);
+void rw_props_to_v8(const struct rw_net_props *in, ncclNetProperties_v8_t *out);
+void rw_props_to_v9(const struct rw_net_props *in, ncclNetProperties_v9_t *out);
+void rw_props_to_v10(const struct rw_net_props *in, ncclNetProperties_v10_t *out);
+void rw_props_to_v11(const struct rw_net_props *in, ncclNetProperties_v11_t *out);
+void rw_props_to_v12(const struct rw_net_props *in, ncclNetProperties_v12_t *out);
+
+/* --- the exported tables (net_vN.c); nothing else leaves the .so ---------- */
+
+#define RW_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+RW_PLUGIN_EXPORT extern const ncclNet_v6_t ncclNetPlugin_v6;
+RW_PLUGIN_EXPORT extern const ncclNet_v7_t ncclNetPlugin_v7;
+RW_PLUGIN_EXPORT extern const ncclNet_v8_t ncclNetPlugin_v8;
+RW_PLUGIN_EXPORT extern const ncclNet_v9_t ncclNetPlugin_v9;
+RW_PLUGIN_EXPORT extern const ncclNet_v10_t ncclNetPlugin_v10;
+RW_PLUGIN_EXPORT extern const ncclNet_v11_t ncclNetPlugin_v11;
+RW_PLUGIN_EXPORT extern const ncclNet_v12_t ncclNetPlugin_v12;
+
+#endif /* RW_PLUGIN_H */
