@@ -22,7 +22,9 @@
  * (tests/common/test_params.c checks that each count matches). */
 enum rw_transport_kind {
 	RW_TRANSPORT_AUTO,
+	RW_TRANSPORT_SHM,
 	RW_TRANSPORT_SOCKET,
+	RW_TRANSPORT_IB,
 	RW_TRANSPORT_COUNT
 };
 
