@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* struct rw_topo: lifecycle, the builders the front-ends use, accessors. */
+#include "topo/rw_topo_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/rw_build.h"
+#include "common/rw_log.h"
+#include "topo/rw_sysfs.h"
+
+/* --- building ------------------------------------------------------------- */
+
+struct rw_topo *rw_topo_alloc(const struct rw_config *cfg, const char *source)
+{
+	struct rw_topo *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	snprintf(t->source, sizeof(t->source), "%s", source);
+	snprintf(t->sysfs_root, sizeof(t->sysfs_root), "%s", cfg->sysfs_root);
+	t->sys_bw_gbps = 10.0f;
+	return t;
+}
+
+static int grow(void **arr, int *cap, int need, size_t elem)
+{
+	void *p;
+	int ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	while (ncap < need)
+		ncap *= 2;
+	p = realloc(*arr, (size_t)ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+int rw_topo_add_pci(struct rw_topo *t, const struct rw_topo_pci *node)
+{
+	int rc = grow((void **)&t->pci, &t->cap_pci, t->npci + 1, sizeof(*t->pci));
+
+	if (rc)
+		return rc;
+	t->pci[t->npci] = *node;
+	return t->npci++;
+}
+
+int rw_topo_add_gpu(struct rw_topo *t, const struct rw_topo_gpu *gpu, int pci)
+{
+	int cap = t->cap_gpus;
+	int rc = grow((void **)&t->gpus, &t->cap_gpus, t->ngpus + 1, sizeof(*t->gpus));
+
+	if (!rc) {
+		t->cap_gpus = cap;
+		rc = grow((void **)&t->gpu_pci, &t->cap_gpus, t->ngpus + 1, sizeof(int));
+	}
+	if (rc)
+		return rc;
+	t->gpus[t->ngpus] = *gpu;
+	t->gpu_pci[t->ngpus++] = pci;
+	return 0;
+}
+
+int rw_topo_add_nic(struct rw_topo *t, const struct rw_topo_nic *nic, int pci)
+{
+	int cap = t->cap_nics;
+	int rc = grow((void **)&t->nics, &t->cap_nics, t->nnics + 1, sizeof(*t->nics));
+
+	if (!rc) {
+		t->cap_nics = cap;
+		rc = grow((void **)&t->nic_pci, &t->cap_nics, t->nnics + 1, sizeof(int));
+	}
+	if (rc)
+		return rc;
+	t->nics[t->nnics] = *nic;
+	t->nic_pci[t->nnics++] = pci;
+	return 0;
+}
+
+int rw_topo_add_numa(struct rw_topo *t, const struct rw_topo_numa *numa)
+{
+	int rc = grow((void **)&t->numa, &t->cap_numa, t->nnuma + 1, sizeof(*t->numa));
+
+	if (rc)
+		return rc;
+	t->numa[t->nnuma++] = *numa;
+	return 0;
+}
+
+void rw_topo_add_note(struct rw_topo *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->nnotes >= RW_TOPO_MAX_NOTES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->notes[t->nnotes++], RW_TOPO_NOTE_MAX, fmt, ap);
+	va_end(ap);
+}
+
+int rw_topo_busid_norm(const char *in, char *out, size_t len)
+{
+	unsigned dom = 0, bus, dev, fn;
+	int colons = 0;
+	int n;
+
+	for (const char *p = in; *p; p++)
+		colons += *p == ':';
+	if (colons == 2)
+		n = sscanf(in, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4;
+	else if (colons == 1)
+		n = sscanf(in, "%x:%x.%x", &bus, &dev, &fn) == 3;
+	else
+		n = 0;
+	if (!n || dom > 0xffff || bus > 0xff || dev > 0x1f || fn > 7)
+		return -EINVAL;
+	n = snprintf(out, len, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+	return n < 0 || (size_t)n >= len ? -ENOSPC : 0;
+}
+
+enum rw_topo_link_state rw_topo_ib_state(const char *s)
+{
+	long v = strtol(s, NULL, 10);
+
+	/* IB port states: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, 5 ACTIVE_DEFER */
+	if (v == 4 || v == 5)
+		return RW_TOPO_LINK_UP;
+	if (v >= 1 && v <= 3)
+		return RW_TOPO_LINK_DOWN;
+	return RW_TOPO_LINK_UNKNOWN;
+}
+
+/* --- finishing: PCI order, sysfs facts, rails ------------------------------ */
+
+static int cmp_busid(const char *a, const char *b)
+{
+	/* non-PCI ("") after every PCI device */
+	if (!*a != !*b)
+		return *a ? -1 : 1;
+	return strcmp(a, b);
+}
+
+static int sort_gpus(struct rw_topo *t)
+{
+	/* insertion sort: a host has a handful of devices */
+	for (int i = 1; i < t->ngpus; i++) {
+		struct rw_topo_gpu g = t->gpus[i];
+		int p = t->gpu_pci[i], j = i;
+
+		for (; j > 0 && cmp_busid(t->gpus[j - 1].busid, g.busid) > 0; j--) {
+			t->gpus[j] = t->gpus[j - 1];
+			t->gpu_pci[j] = t->gpu_pci[j - 1];
+		}
+		t->gpus[j] = g;
+		t->gpu_pci[j] = p;
+	}
+	return 0;
+}
+
+static int nic_cmp(const struct rw_topo_nic *a, const struct rw_topo_nic *b)
+{
+	int c = cmp_busid(a->busid, b->busid);
+
+	return c ? c : strcmp(a->name, b->name);
+}
+
+static void sort_nics(struct rw_topo *t)
+{
+	for (int i = 1; i < t->nnics; i++) {
+		struct rw_topo_nic n = t->nics[i];
+		int p = t->nic_pci[i], j = i;
+
+		for (; j > 0 && nic_cmp(&t->nics[j - 1], &n) > 0; j--) {
+			t->nics[j] = t->nics[j - 1];
+			t->nic_pci[j] = t->nic_pci[j - 1];
+		}
+		t->nics[j] = n;
+		t->nic_pci[j] = p;
+	}
+}
+
+/* "/sys/devices/pci0000:00/0000:00:01.1/.../0000:0c:00.0" from the tree. */
+static void build_pci_path(const struct rw_topo *t, int node, char *out, size_t len)
+{
+	int chain[64], n = 0;
+	size_t off;
+
+	for (int v = node; v >= 0 && n < (int)RW_ARRAY_SIZE(chain); v = t->pci[v].parent)
+		chain[n++] = v;
+	off = (size_t)snprintf(out, len, "/sys/devices");
+	for (int i = n - 1; i >= 0 && off < len; i--)
+		off += (size_t)snprintf(out + off, len - off, "/%s", t->pci[chain[i]].busid);
+}
+
+static void read_ib_port(struct rw_topo *t, struct rw_topo_nic *nic)
+{
+	char rel[160], buf[64];
+	int first_up = 0;
+
+	for (int p = 1; p <= RW_MAX(nic->nports, 1); p++) {
+		snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/state", nic->ibdev, p);
+		if (rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf)))
+			continue;
+		if (rw_topo_ib_state(buf) == RW_TOPO_LINK_UP) {
+			first_up = p;
+			break;
+		}
+		if (p == 1)
+			nic->state = rw_topo_ib_state(buf);
+	}
+	if (first_up) {
+		nic->port = first_up;
+		nic->state = RW_TOPO_LINK_UP;
+	}
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/rate", nic->ibdev, nic->port);
+	if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
+		double gbps = strtod(buf, NULL); /* "200 Gb/sec (4X HDR)" */
+
+		if (gbps > 0)
+			nic->speed_mbps = (int)(gbps * 1000.0 + 0.5);
+	}
+	if (!nic->guid) {
+		snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/node_guid", nic->ibdev);
+		if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
+			uint64_t g = 0;
+
+			for (const char *c = buf; *c; c++)
+				if (isxdigit((unsigned char)*c))
+					g = g << 4 | (uint64_t)(isdigit((unsigned char)*c) ?
+							*c - '0' : (tolower(*c) - 'a' + 10));
+			nic->guid = g;
+		}
+	}
+}
+
+static void read_netdev(struct rw_topo *t, struct rw_topo_nic *nic)
+{
+	char rel[160], buf[64];
+	long speed;
+
+	snprintf(rel, sizeof(rel), "sys/class/net/%s/speed", nic->netdev);
+	if (!nic->speed_mbps && !rw_sysfs_read_long(t->sysfs_root, rel, &speed) && speed > 0 &&
+	    speed < 100000000)
+		nic->speed_mbps = (int)speed;
+	snprintf(rel, sizeof(rel), "sys/class/net/%s/operstate", nic->netdev);
+	if (nic->kind == RW_TOPO_NIC_ETH &&
+	    !rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
+		if (!strcmp(buf, "up"))
+			nic->state = RW_TOPO_LINK_UP;
+		else if (!strcmp(buf, "down") || !strcmp(buf, "lowerlayerdown") ||
+			 !strcmp(buf, "notpresent"))
+			nic->state = RW_TOPO_LINK_DOWN;
+	}
+}
+
+static void finish_nic(struct rw_topo *t, int i)
+{
+	struct rw_topo_nic *nic = &t->nics[i];
+	int pci = t->nic_pci[i];
+
+	nic->rail_id = RW_TOPO_ID_UNDEF;
+	nic->plane_id = RW_TOPO_ID_UNDEF;
+	if (!nic->port)
+		nic->port = 1;
+	if (pci >= 0) {
+		char rel[64];
+
+		nic->numa = t->pci[pci].numa;
+		snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", nic->busid);
+		if (!t->read_sysfs ||
+		    rw_sysfs_realpath(t->sysfs_root, rel, nic->pci_path, sizeof(nic->pci_path)))
+			build_pci_path(t, pci, nic->pci_path, sizeof(nic->pci_path));
+	}
+	if (!t->read_sysfs)
+		return;
+	if (nic->ibdev[0])
+		read_ib_port(t, nic);
+	if (nic->netdev[0])
+		read_netdev(t, nic);
+}
+
+/*
+ * Rails can be inferred when every usable RDMA NIC (at least two, all of one
+ * speed) is the nearest NIC of some GPU through PCIe switches only: then NIC
+ * k of this host sits where NIC k of an identical host does, and the cluster
+ * is cabled so (one leaf switch per rail).  Planes: a port of a multi-plane
+ * HCA is on plane port-1.
+ */
+static void infer_rails(struct rw_topo *t)
+{
+	int served[64] = { 0 };
+	int nrdma = 0, speed = -1;
+	bool ok = true;
+
+	for (int i = 0; i < t->nnics; i++) {
+		const struct rw_topo_nic *n = &t->nics[i];
+
+		if (n->kind == RW_TOPO_NIC_ETH || n->state == RW_TOPO_LINK_DOWN)
+			continue;
+		nrdma++;
+		if (speed >= 0 && n->speed_mbps != speed)
+			ok = false;
+		speed = n->speed_mbps;
+	}
+	if (nrdma < 2 || !t->ngpus || t->nnics > (int)RW_ARRAY_SIZE(served))
+		return;
+	for (int g = 0; g < t->ngpus; g++) {
+		struct rw_topo_nic_choice c;
+
+		if (!rw_topo_nic_for_gpu(t, g, &c) && c.nic >= 0 &&
+		    c.path.type <= RW_TOPO_PATH_PXB)
+			served[c.nic] = 1;
+	}
+	for (int i = 0; i < t->nnics; i++) {
+		const struct rw_topo_nic *n = &t->nics[i];
+
+		if (n->kind != RW_TOPO_NIC_ETH && n->state != RW_TOPO_LINK_DOWN && !served[i])
+			ok = false;
+	}
+	if (!ok) {
+		rw_topo_add_note(t, "rails: not inferred (RDMA NICs differ in speed, or some "
+				    "are not a GPU's own NIC behind a PCIe switch)");
+		return;
+	}
+	for (int i = 0, rail = 0; i < t->nnics; i++) {
+		struct rw_topo_nic *n = &t->nics[i];
+
+		if (n->kind == RW_TOPO_NIC_ETH || n->state == RW_TOPO_LINK_DOWN)
+			continue;
+		n->rail_id = rail++;
+		n->plane_id = n->port - 1;
+	}
+	rw_topo_add_note(t, "rails: %d RDMA NICs, one per GPU group: rail = NIC rank in PCI "
+			    "order", nrdma);
+}
+
+int rw_topo_finish(struct rw_topo *t)
+{
+	size_t nn = (size_t)t->ngpus * (size_t)t->ngpus;
+
+	sort_gpus(t);
+	sort_nics(t);
+	for (int i = 0; i < t->ngpus; i++)
+		if (t->gpu_pci[i] >= 0)
+			t->gpus[i].numa = t->pci[t->gpu_pci[i]].numa;
+	for (int i = 0; i < t->nnics; i++)
+		finish_nic(t, i);
+	t->nvl_bw = calloc(nn ? nn : 1, sizeof(float));
+	t->nvs_bw = calloc(t->ngpus ? (size_t)t->ngpus : 1, sizeof(float));
+	if (!t->nvl_bw || !t->nvs_bw)
+		return -ENOMEM;
+	infer_rails(t);
+	return 0;
+}
+
+int rw_topo_set_nvlink(struct rw_topo *t, const char *busid_a, const char *busid_b,
+		       float gbps)
+{
+	int a = rw_topo_gpu_find(t, busid_a), b = rw_topo_gpu_find(t, busid_b);
+
+	if (a < 0 || b < 0 || a == b)
+		return -ENOENT;
+	t->nvl_bw[a * t->ngpus + b] = gbps;
+	t->nvl_bw[b * t->ngpus + a] = gbps;
+	return 0;
+}
+
+int rw_topo_set_nvswitch(struct rw_topo *t, const char *busid, float gbps)
+{
+	int a = rw_topo_gpu_find(t, busid);
+
+	if (a < 0)
+		return -ENOENT;
+	t->nvs_bw[a] = gbps;
+	return 0;
+}
+
+/* --- lifecycle -------------------------------------------------------------- */
+
+void rw_topo_destroy(struct rw_topo *t)
+{
+	if (!t)
+		return;
+	free(t->pci);
+	free(t->numa);
+	free(t->gpus);
+	free(t->gpu_pci);
+	free(t->nics);
+	free(t->nic_pci);
+	free(t->nvl_bw);
+	free(t->nvs_bw);
+	free(t);
+}
+
+int rw_topo_create_from_xml(const struct rw_config *cfg, const char *path,
+			    struct rw_topo **out)
+{
+#if RW_HAVE_HWLOC
+	char source[RW_TOPO_PATH_MAX + 16];
+	struct rw_topo *t;
+	int rc;
+
+	snprintf(source, sizeof(source), "hwloc XML %s", path);
+	t = rw_topo_alloc(cfg, source);
+	if (!t)
+		return -ENOMEM;
+	/* a recorded machine never reads this machine's /sys */
+	t->read_sysfs = cfg->sysfs_root[0] != '\0';
+	rc = rw_topo_hwloc_xml(t, path);
+	if (rc)
+		goto err_destroy;
+	*out = t;
+	return 0;
+
+err_destroy:
+	rw_topo_destroy(t);
+	return rc;
+#else
+	(void)cfg, (void)out;
+	RW_WARN(RW_LOG_INIT, "topo: cannot load '%s': ringway was built without hwloc "
+			     "(RINGWAY_WITH_HWLOC=OFF or libhwloc-dev missing)", path);
+	return -ENOTSUP;
+#endif
+}
+
+int rw_topo_create_live(const struct rw_config *cfg, struct rw_topo **out)
+{
+	struct rw_topo *t;
+	int rc;
+
+	t = rw_topo_alloc(cfg, RW_HAVE_HWLOC ? "hwloc, this machine" : "sysfs, this machine");
+	if (!t)
+		return -ENOMEM;
+	t->read_sysfs = true;
+#if RW_HAVE_HWLOC
+	rc = rw_topo_hwloc_live(t);
+#else
+	RW_INFO(RW_LOG_INIT, "topo: built without hwloc; reading PCI devices from sysfs");
+	rw_topo_add_note(t, "built without hwloc: PCI tree read from sysfs");
+	rc = rw_topo_sysfs_live(t);
+#endif
+	if (rc)
+		goto err_destroy;
+	rc = rw_topo_load_nvml(t, "libnvidia-ml.so.1");
+	if (rc && rc != -ENOENT && rc != -ENOSYS && rc != -EIO)
+		goto err_destroy;
+	*out = t;
+	return 0;
+
+err_destroy:
+	rw_topo_destroy(t);
+	return rc;
+}
+
+int rw_topo_create(const struct rw_config *cfg, struct rw_topo **out)
+{
+	if (cfg->topo_xml[0])
+		return rw_topo_create_from_xml(cfg, cfg->topo_xml, out);
+	return rw_topo_create_live(cfg, out);
+}
+
+/* --- accessors --------------------------------------------------------------- */
+
+const char *rw_topo_source(const struct rw_topo *t)
+{
+	return t->source;
+}
+
+const char *rw_topo_machine_name(const struct rw_topo *t)
+{
+	return t->machine;
+}
+
+const char *rw_topo_cpu_model(const struct rw_topo *t)
+{
+	return t->cpu_model;
+}
+
+int rw_topo_numa_count(const struct rw_topo *t)
+{
+	return t->nnuma;
+}
+
+int rw_topo_gpu_count(const struct rw_topo *t)
+{
+	return t->ngpus;
+}
+
+int rw_topo_nic_count(const struct rw_topo *t)
+{
+	return t->nnics;
+}
+
+const struct rw_topo_numa *rw_topo_numa_get(const struct rw_topo *t, int i)
+{
+	return i >= 0 && i < t->nnuma ? &t->numa[i] : NULL;
+}
+
+const struct rw_topo_gpu *rw_topo_gpu_get(const struct rw_topo *t, int i)
+{
+	return i >= 0 && i < t->ngpus ? &t->gpus[i] : NULL;
+}
+
+const struct rw_topo_nic *rw_topo_nic_get(const struct rw_topo *t, int i)
+{
+	return i >= 0 && i < t->nnics ? &t->nics[i] : NULL;
+}
+
+const char *rw_topo_note(const struct rw_topo *t, int i)
+{
+	return i >= 0 && i < t->nnotes ? t->notes[i] : NULL;
+}
+
+int rw_topo_gpu_find(const struct rw_topo *t, const char *busid)
+{
+	char norm[RW_TOPO_BUSID_MAX];
+
+	if (rw_topo_busid_norm(busid, norm, sizeof(norm)))
+		return -1;
+	for (int i = 0; i < t->ngpus; i++)
+		if (!strcmp(t->gpus[i].busid, norm))
+			return i;
+	return -1;
+}
+
+int rw_topo_nic_find(const struct rw_topo *t, const char *name)
+{
+	char norm[RW_TOPO_BUSID_MAX];
+	bool bus = !rw_topo_busid_norm(name, norm, sizeof(norm));
+
+	for (int i = 0; i < t->nnics; i++) {
+		const struct rw_topo_nic *n = &t->nics[i];
+
+		if (!strcmp(n->name, name) || (n->ibdev[0] && !strcmp(n->ibdev, name)) ||
+		    (n->netdev[0] && !strcmp(n->netdev, name)) ||
+		    (bus && !strcmp(n->busid, norm)))
+			return i;
+	}
+	return -1;
+}
+
+int rw_topo_net_props(const struct rw_topo *t, const char *name,
+		      struct rw_topo_net_props *out)
+{
+	int i = name ? rw_topo_nic_find(t, name) : -1;
+	const struct rw_topo_nic *n;
+
+	if (i < 0)
+		return -ENOENT;
+	n = &t->nics[i];
+	memset(out, 0, sizeof(*out));
+	snprintf(out->pci_path, sizeof(out->pci_path), "%s", n->pci_path);
+	out->speed_mbps = n->speed_mbps;
+	out->guid = n->guid;
+	out->port = n->port;
+	out->numa = n->numa;
+	out->rail_id = (int16_t)n->rail_id;
+	out->plane_id = (int16_t)n->plane_id;
+	return 0;
+}
