@@ -294,26 +294,30 @@ static void finish_nic(struct rw_topo *t, int i)
  * Rails can be inferred when every usable RDMA NIC (at least two, all of one
  * speed) is the nearest NIC of some GPU through PCIe switches only: then NIC
  * k of this host sits where NIC k of an identical host does, and the cluster
- * is cabled so (one leaf switch per rail).  Planes: a port of a multi-plane
- * HCA is on plane port-1.
+ * is cabled so (one leaf switch per rail).  The rail is the NIC's rank among
+ * all RDMA NICs, down ones included, so a dead port does not renumber the
+ * others.  Planes: a port of a multi-plane HCA is on plane port-1.
  */
 static void infer_rails(struct rw_topo *t)
 {
 	int served[64] = { 0 };
-	int nrdma = 0, speed = -1;
+	int nrdma = 0, nup = 0, speed = -1;
 	bool ok = true;
 
 	for (int i = 0; i < t->nnics; i++) {
 		const struct rw_topo_nic *n = &t->nics[i];
 
-		if (n->kind == RW_TOPO_NIC_ETH || n->state == RW_TOPO_LINK_DOWN)
+		if (n->kind == RW_TOPO_NIC_ETH)
 			continue;
 		nrdma++;
+		if (n->state == RW_TOPO_LINK_DOWN)
+			continue;
+		nup++;
 		if (speed >= 0 && n->speed_mbps != speed)
 			ok = false;
 		speed = n->speed_mbps;
 	}
-	if (nrdma < 2 || !t->ngpus || t->nnics > (int)RW_ARRAY_SIZE(served))
+	if (nup < 2 || !t->ngpus || t->nnics > (int)RW_ARRAY_SIZE(served))
 		return;
 	for (int g = 0; g < t->ngpus; g++) {
 		struct rw_topo_nic_choice c;
@@ -336,13 +340,13 @@ static void infer_rails(struct rw_topo *t)
 	for (int i = 0, rail = 0; i < t->nnics; i++) {
 		struct rw_topo_nic *n = &t->nics[i];
 
-		if (n->kind == RW_TOPO_NIC_ETH || n->state == RW_TOPO_LINK_DOWN)
+		if (n->kind == RW_TOPO_NIC_ETH)
 			continue;
 		n->rail_id = rail++;
 		n->plane_id = n->port - 1;
 	}
-	rw_topo_add_note(t, "rails: %d RDMA NICs, one per GPU group: rail = NIC rank in PCI "
-			    "order", nrdma);
+	rw_topo_add_note(t, "rails: %d RDMA NICs, each a GPU group's own: rail = rank of the "
+			    "NIC in PCI order", nrdma);
 }
 
 int rw_topo_finish(struct rw_topo *t)

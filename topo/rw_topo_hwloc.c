@@ -341,6 +341,10 @@ static int build(struct rw_topo *t, hwloc_topology_t h)
 	return rc;
 }
 
+static const char *const skipped_components[] = {
+	"pci", "cuda", "nvml", "opencl", "gl", "levelzero", "rsmi",
+};
+
 static int load(hwloc_topology_t *out, const char *xml)
 {
 	hwloc_topology_t h;
@@ -350,6 +354,12 @@ static int load(hwloc_topology_t *out, const char *xml)
 	/* keep every bridge, PCI device and OS device the file or system has */
 	hwloc_topology_set_io_types_filter(h, xml ? HWLOC_TYPE_FILTER_KEEP_ALL
 						  : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* Live discovery: the linux backend reads PCI from sysfs itself; the
+	 * libpciaccess component adds nothing but leaks, and the GPU components
+	 * would call CUDA/OpenCL/GL (topo/ never does; NVML is ours, dlopen'ed). */
+	for (size_t i = 0; !xml && i < RW_ARRAY_SIZE(skipped_components); i++)
+		hwloc_topology_set_components(h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+					      skipped_components[i]);
 	if (xml && hwloc_topology_set_xml(h, xml)) {
 		int err = errno;
 
