@@ -363,8 +363,8 @@ static int load(hwloc_topology_t *out, const char *xml)
 	if (xml && hwloc_topology_set_xml(h, xml)) {
 		int err = errno;
 
-		RW_WARN(RW_LOG_INIT, "topo: hwloc_topology_set_xml('%s') failed: %s", xml,
-			strerror(err));
+		RW_WARN(RW_LOG_INIT, "topo: '%s' is not an hwloc XML topology "
+				     "(hwloc_topology_set_xml: %s)", xml, strerror(err));
 		hwloc_topology_destroy(h);
 		return -EINVAL;
 	}
