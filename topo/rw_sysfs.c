@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "topo/rw_sysfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -96,4 +97,64 @@ int rw_sysfs_realpath(const char *root, const char *rel, char *buf, size_t len)
 		return -ENOSPC;
 	strcpy(buf, p);
 	return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void rw_sysfs_list_free(char **names)
+{
+	if (!names)
+		return;
+	for (char **p = names; *p; p++)
+		free(*p);
+	free(names);
+}
+
+int rw_sysfs_list(const char *root, const char *rel, char ***names)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	DIR *d;
+	int rc = join(root, rel, path, sizeof(path));
+
+	if (rc)
+		return rc;
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (n + 2 > cap) {
+			char **nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!nv)
+				goto err_free;
+			v = nv;
+			cap = cap ? cap * 2 : 16;
+		}
+		v[n] = strdup(e->d_name);
+		if (!v[n])
+			goto err_free;
+		v[++n] = NULL;
+	}
+	closedir(d);
+	if (!v) {
+		v = calloc(1, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+	}
+	qsort(v, n, sizeof(*v), cmp_name);
+	*names = v;
+	return 0;
+
+err_free:
+	closedir(d);
+	rw_sysfs_list_free(v);
+	return -ENOMEM;
 }

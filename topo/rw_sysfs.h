@@ -26,4 +26,15 @@ int rw_sysfs_read_long(const char *root, const char *rel, long *out);
  */
 int rw_sysfs_realpath(const char *root, const char *rel, char *buf, size_t len);
 
+/**
+ * The entries of directory rel under root, sorted, without "." and "..".
+ * \param[out] names a NULL-terminated array owned by the caller: free it
+ *             with rw_sysfs_list_free().  Untouched on failure.
+ * \return 0 or -errno (-ENOENT when the directory is absent, -ENOMEM).
+ */
+int rw_sysfs_list(const char *root, const char *rel, char ***names);
+
+/** Free what rw_sysfs_list() returned; NULL is a no-op. */
+void rw_sysfs_list_free(char **names);
+
 #endif /* RW_SYSFS_H */

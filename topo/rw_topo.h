@@ -185,6 +185,14 @@ int rw_topo_create_live(const struct rw_config *cfg, struct rw_topo **out);
 int rw_topo_create_from_xml(const struct rw_config *cfg, const char *path,
 			    struct rw_topo **out);
 
+/**
+ * Discovery from sysfs alone, under cfg->sysfs_root ("" = this machine): what
+ * rw_topo_create_live() does when ringway is built without hwloc.  PCIe
+ * switches come from each device's sysfs path; no NVML is read.
+ * \return 0; -EIO (nothing found under the root), -ENOMEM.
+ */
+int rw_topo_create_from_sysfs(const struct rw_config *cfg, struct rw_topo **out);
+
 /** Free a topology; NULL is a no-op. */
 void rw_topo_destroy(struct rw_topo *topo);
 

@@ -12,6 +12,19 @@ check() { # what, condition...
   if ! "$@"; then echo "FAIL: $what"; fail=1; fi
 }
 
+if [[ $mode == nohwloc ]]; then
+  # built without hwloc: XML is refused with a clear message, the machine still shows
+  "$tool" --xml "$fixtures/gpu4-nic2.xml" >"$out/nohwloc.txt" 2>&1
+  check "no hwloc: --xml exits 1 (got $?)" test $? -eq 1
+  check "no hwloc: message" grep -q "built without hwloc" "$out/nohwloc.txt"
+  "$tool" --dot "$out/live.dot" >"$out/live.txt" 2>"$out/live.err"
+  check "live: exit 0 (got $?)" test $? -eq 0
+  check "live: report" grep -q "sysfs, this machine" "$out/live.txt"
+  cat "$out/live.txt"
+  [[ $fail == 0 ]] && echo "topo smoke: ok"
+  exit $fail
+fi
+
 for xml in "$fixtures"/*.xml; do
   name=$(basename "$xml" .xml)
   sys="$fixtures/$name.sys"

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/rw_build.h"
 #include "common/rw_log.h"
 #include "topo/rw_topo.h"
 
@@ -33,6 +34,8 @@ static struct rw_topo *load(const char *name)
 	struct rw_topo *t = NULL;
 	struct stat st;
 
+	if (!RW_HAVE_HWLOC)
+		skip(); /* XML needs hwloc; bad_xml_fails_cleanly checks the message */
 	snprintf(xml, sizeof(xml), "%s.xml", name);
 	snprintf(sys, sizeof(sys), "%s.sys", name);
 	if (stat(sys, &st) == 0)
@@ -477,6 +480,11 @@ static void bad_xml_fails_cleanly(void **state)
 	char dir[] = "/tmp/rw-topo-xml-XXXXXX", path[PATH_MAX], cmd[PATH_MAX + 16];
 
 	(void)state;
+	if (!RW_HAVE_HWLOC) {
+		rw_test_log_expect("built without hwloc");
+		assert_int_equal(try_xml("gpu4-nic2.xml"), -ENOTSUP);
+		return;
+	}
 	assert_non_null(mkdtemp(dir));
 	rw_test_log_expect("cannot open hwloc XML");
 	rw_test_log_expect("is not an hwloc XML topology");
@@ -515,6 +523,8 @@ static void create_follows_topo_xml_param(void **state)
 	struct rw_topo *t;
 
 	(void)state;
+	if (!RW_HAVE_HWLOC)
+		skip();
 	assert_int_equal(rw_test_config(&cfg, (const char *const[]){ "RINGWAY_TOPO_XML",
 								     "gpu4-nic2.xml", NULL }), 0);
 	assert_int_equal(rw_topo_create(&cfg, &t), 0);
@@ -526,12 +536,127 @@ static void create_follows_topo_xml_param(void **state)
 	rw_topo_destroy(t);
 }
 
+/* --- sysfs alone (the discovery of builds without hwloc) ----------------------------- */
+
+static void put(const char *root, const char *rel, const char *text)
+{
+	char path[PATH_MAX], cmd[PATH_MAX + 16];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+	*strrchr(cmd, '/') = '\0';
+	strcat(cmd, "'");
+	assert_int_equal(system(cmd), 0);
+	if (!text)
+		return;
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void link_to(const char *root, const char *rel, const char *target)
+{
+	char path[PATH_MAX];
+
+	put(root, rel, NULL);
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	assert_int_equal(symlink(target, path), 0);
+}
+
+static void pci_dev(const char *root, const char *dir, const char *busid, const char *cls,
+		    const char *vendor)
+{
+	char rel[PATH_MAX], target[PATH_MAX];
+	const char *files[][2] = {
+		{ "class", cls }, { "vendor", vendor }, { "device", "0x1db6\n" },
+		{ "numa_node", "-1\n" }, { "current_link_speed", "8.0 GT/s PCIe\n" },
+		{ "current_link_width", "16\n" },
+	};
+
+	for (size_t i = 0; i < RW_ARRAY_SIZE(files); i++) {
+		snprintf(rel, sizeof(rel), "sys/devices/%s/%s", dir, files[i][0]);
+		put(root, rel, files[i][1]);
+	}
+	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", busid);
+	snprintf(target, sizeof(target), "../../../devices/%s", dir);
+	link_to(root, rel, target);
+}
+
+static void sysfs_tree_discovery(void **state)
+{
+	char root[] = "/tmp/rw-topo-sys-XXXXXX", cmd[64];
+	const char *sw = "pci0000:00/0000:00:01.0/0000:01:00.0";
+	const char *nic = "pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:02.0/0000:04:00.0";
+	char dir[PATH_MAX];
+	struct rw_topo_nic_choice c;
+	struct rw_topo_path p;
+	struct rw_config cfg;
+	struct rw_topo *t;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	put(root, "sys/devices/system/node/node0/cpulist", "0-7\n");
+	snprintf(dir, sizeof(dir), "%s/0000:02:01.0/0000:03:00.0", sw);
+	pci_dev(root, dir, "0000:03:00.0", "0x030200\n", "0x10de\n");
+	pci_dev(root, nic, "0000:04:00.0", "0x020700\n", "0x15b3\n");
+	pci_dev(root, "pci0000:00/0000:00:02.0/0000:05:00.0", "0000:05:00.0", "0x030000\n",
+		"0x10de\n");
+	pci_dev(root, "pci0000:00/0000:00:03.0", "0000:00:03.0", "0x010802\n", "0x8086\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/state", nic);
+	put(root, dir, "4: ACTIVE\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/rate", nic);
+	put(root, dir, "100 Gb/sec (4X EDR)\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/link_layer", nic);
+	put(root, dir, "InfiniBand\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/node_guid", nic);
+	put(root, dir, "0c42:a103:0034:5a10\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/device", nic);
+	link_to(root, dir, "../../../0000:04:00.0");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/device", nic);
+	link_to(root, dir, "../../../0000:04:00.0");
+	snprintf(dir, sizeof(dir), "../../devices/%s/infiniband/mlx5_0", nic);
+	link_to(root, "sys/class/infiniband/mlx5_0", dir);
+	snprintf(dir, sizeof(dir), "../../devices/%s/net/ib0", nic);
+	link_to(root, "sys/class/net/ib0", dir);
+
+	assert_int_equal(rw_test_config(&cfg, (const char *const[]){ "RINGWAY_SYSFS_ROOT", root,
+								     NULL }), 0);
+	assert_int_equal(rw_topo_create_from_sysfs(&cfg, &t), 0);
+	assert_int_equal(rw_topo_numa_count(t), 1);
+	assert_int_equal(rw_topo_numa_get(t, 0)->npus, 8);
+	assert_int_equal(rw_topo_gpu_count(t), 2); /* 3D controller and VGA class */
+	assert_int_equal(rw_topo_nic_count(t), 1); /* mlx5_0 with its netdev ib0 */
+	assert_string_equal(rw_topo_nic_get(t, 0)->name, "mlx5_0");
+	assert_string_equal(rw_topo_nic_get(t, 0)->netdev, "ib0");
+	assert_int_equal(rw_topo_nic_get(t, 0)->kind, RW_TOPO_NIC_IB);
+	assert_int_equal(rw_topo_nic_get(t, 0)->speed_mbps, 100000);
+	assert_true(rw_topo_nic_get(t, 0)->guid == 0x0c42a10300345a10ull);
+	assert_string_equal(rw_topo_nic_get(t, 0)->pci_path, "/sys/devices/" "pci0000:00/"
+			    "0000:00:01.0/0000:01:00.0/0000:02:02.0/0000:04:00.0");
+	assert_int_equal(rw_topo_nic_for_gpu(t, 0, &c), 0);
+	assert_int_equal(c.path.type, RW_TOPO_PATH_PIX);
+	assert_true(c.path.bw_gbps > 15.7f && c.path.bw_gbps < 15.8f); /* Gen3 x16 */
+	rw_topo_path(t, RW_TOPO_GPU(0), RW_TOPO_GPU(1), &p);
+	assert_int_equal(p.type, RW_TOPO_PATH_PHB);
+	rw_topo_destroy(t);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	assert_int_equal(system(cmd), 0);
+
+	/* an empty root: nothing to build a topology from */
+	rw_test_log_expect("nothing found under");
+	assert_int_equal(rw_test_config(&cfg, (const char *const[]){ "RINGWAY_SYSFS_ROOT",
+								     "/nonexistent-root", NULL }), 0);
+	assert_int_equal(rw_topo_create_from_sysfs(&cfg, &t), -EIO);
+}
+
 /* --- this machine -------------------------------------------------------------------- */
 
 static void live_machine(void **state)
 {
 	struct rw_config cfg;
-	struct rw_topo *t = NULL;
+	struct rw_topo *t = NULL, *s = NULL;
 	char *text;
 	int order[64], n;
 
@@ -550,6 +675,15 @@ static void live_machine(void **state)
 	assert_non_null(strstr(text, "GPU -> NIC:"));
 	print_message("--- this machine ---\n%s", text);
 	free(text);
+	rw_topo_destroy(t);
+	/* sysfs alone finds the same devices here */
+	assert_int_equal(rw_topo_create_from_sysfs(&cfg, &s), 0);
+	assert_int_equal(rw_topo_create_live(&cfg, &t), 0);
+	assert_int_equal(rw_topo_gpu_count(s), rw_topo_gpu_count(t));
+	assert_int_equal(rw_topo_nic_count(s), rw_topo_nic_count(t));
+	for (int i = 0; i < rw_topo_nic_count(t); i++)
+		assert_string_equal(rw_topo_nic_get(s, i)->busid, rw_topo_nic_get(t, i)->busid);
+	rw_topo_destroy(s);
 	rw_topo_destroy(t);
 }
 
@@ -577,6 +711,7 @@ int main(void)
 		cmocka_unit_test_teardown(host_without_gpu, teardown),
 		cmocka_unit_test_teardown(bad_xml_fails_cleanly, teardown),
 		cmocka_unit_test_teardown(create_follows_topo_xml_param, teardown),
+		cmocka_unit_test_teardown(sysfs_tree_discovery, teardown),
 		cmocka_unit_test_teardown(live_machine, teardown),
 	};
 
