@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # ringway-topo on every fixture (text, --dot FILE, --dot -), on bad input and
-# on this machine.  Usage: smoke_topo.sh <ringway-topo> <fixtures dir> <scratch dir>
+# on this machine.
+# Usage: smoke_topo.sh <ringway-topo> <fixtures dir> <scratch dir> [nohwloc]
 set -u
-tool=$1 fixtures=$2 out=$3
+tool=$1 fixtures=$2 out=$3 mode=${4:-}
 fail=0
 mkdir -p "$out"
 
