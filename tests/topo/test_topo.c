@@ -81,12 +81,18 @@ static char *slurp(const char *path)
 	return buf;
 }
 
+/* RW_TEST_ASSERT_LOG_CLEAN(), but the log is reset even when it fails, so
+ * one test's stray warning does not fail every later one. */
 static int teardown(void **state)
 {
+	int unexpected = rw_test_log_unexpected();
+
 	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
+	if (unexpected)
+		print_error("%d unexpected warning(s), last: %s\n", unexpected,
+			    rw_test_log_last_unexpected());
 	rw_test_log_reset();
-	return 0;
+	return unexpected ? -1 : 0;
 }
 
 /* --- goldens ------------------------------------------------------------------ */
@@ -295,6 +301,8 @@ static void down_port_is_not_chosen(void **state)
 	struct rw_topo *t;
 
 	(void)state;
+	if (!RW_HAVE_HWLOC)
+		skip();
 	assert_non_null(mkdtemp(root));
 	for (int n = 0; n < 8; n++) {
 		FILE *f;
