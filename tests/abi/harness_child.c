@@ -32,6 +32,19 @@ static void child_exit_ok(void)
 	_exit(0);
 }
 
+/*
+ * cmocka turns SIGSEGV and friends into a failed test and a longjmp back to
+ * its runner; in a child that would run the rest of the suite there.  A
+ * child that crashes must die of the signal instead.
+ */
+static void child_default_signals(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS };
+
+	for (size_t i = 0; i < RW_ARRAY_SIZE(sigs); i++)
+		signal(sigs[i], SIG_DFL);
+}
+
 pid_t h_spawn(h_child_fn fn, void *arg)
 {
 	pid_t pid;
@@ -40,6 +53,7 @@ pid_t h_spawn(h_child_fn fn, void *arg)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		child_default_signals();
 		fn(arg);
 		child_exit_ok();
 	}
@@ -83,7 +97,10 @@ void h_wait_children(const pid_t *pids, int n, const char *what)
 	for (int i = 0; i < n; i++)
 		if (status[i] != 0)
 			fail_msg("%s: child %d exited %d%s", what, i, status[i],
-				 status[i] == 255 ? " (killed at the deadline)" : "");
+				 status[i] == 255   ? " (killed at the deadline)"
+				 : status[i] == 254 ? " (killed: another child failed)"
+				 : status[i] > 128  ? " (died of a signal)"
+						    : "");
 }
 
 void h_run_one(h_child_fn fn, void *arg, const char *what)

@@ -96,27 +96,28 @@ static void bad_setup_args(void *ctx, int ndev)
 	H_CHECK(out == NULL, "v%d: an output was written by a failed call", h_version);
 }
 
-/* A real 100-byte message, with a few bad test() calls on the way. */
-static void small_transfer(void *sc, void *rcomm, void *smh, void *rmh)
+/* A real 100-byte message inside the registered buf, with a few bad test()
+ * calls on the way. */
+static void small_transfer(unsigned char *buf, void *sc, void *rcomm, void *smh,
+			   void *rmh)
 {
-	unsigned char sbuf[100], rbuf[256];
+	unsigned char *sbuf = buf, *rbuf = buf + 2048;
 	void *data = rbuf, *sreq, *rreq;
-	size_t cap = sizeof(rbuf);
+	size_t cap = 256;
 	int done = 0, got[64];
 
-	h_pattern_fill(sbuf, sizeof(sbuf), 77);
+	h_pattern_fill(sbuf, 100, 77);
 	memset(got, 0xff, sizeof(got));
 	rreq = h_post_recv(rcomm, 1, &data, &cap, &rmh);
-	sreq = h_post_send(sc, sbuf, sizeof(sbuf), smh);
+	sreq = h_post_send(sc, sbuf, 100, smh);
 	EXPECT_MISUSE(h_test(NULL, &done, NULL));
 	EXPECT_MISUSE(h_test((void *)NCCL_NET_OPTIONAL_RECV_COMPLETION, &done, NULL));
 	EXPECT_MISUSE(h_test(sreq, NULL, NULL));
 	H_CHECK(done == 0, "v%d: a failed test wrote done", h_version);
 	h_wait_req(sreq, NULL, "small send");
 	h_wait_req(rreq, got, "small recv");
-	H_CHECK(got[0] == (int)sizeof(sbuf), "v%d: small recv size %d", h_version, got[0]);
-	H_CHECK(h_pattern_check(rbuf, sizeof(sbuf), 77) < 0, "v%d: small recv content",
-		h_version);
+	H_CHECK(got[0] == 100, "v%d: small recv size %d", h_version, got[0]);
+	H_CHECK(h_pattern_check(rbuf, 100, 77) < 0, "v%d: small recv content", h_version);
 }
 
 static void bad_data_args(void *lc, void *sc, void *rcomm, const struct h_props *p0)
@@ -174,7 +175,7 @@ static void bad_data_args(void *lc, void *sc, void *rcomm, const struct h_props 
 	EXPECT_MISUSE(h_iflush(NULL, 1, &data, &isz, &rmh, &req));
 	EXPECT_MISUSE(h_iflush(sc, 1, &data, &isz, &smh, &req));
 
-	small_transfer(sc, rcomm, smh, rmh);
+	small_transfer(buf, sc, rcomm, smh, rmh);
 
 	/* deregMr */
 	EXPECT_MISUSE(h_dereg_mr(sc, NULL));
