@@ -1,0 +1,963 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * softverbs: the wire between emulated QPs, and the progress thread that
+ * drives it (one per context).  See sv_internal.h for the model.
+ */
+#define _GNU_SOURCE
+#include "sv_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+
+enum sv_ev_kind {
+	SV_EV_WAKE = 0,
+	SV_EV_LISTEN = 1,
+	SV_EV_REQ = 2,
+	SV_EV_RSP = 3,
+};
+
+#define SV_SOCKBUF (4 << 20)
+#define SV_RECV_CHUNK (1u << 20)
+
+static uint64_t ev_tag(const struct sv_qp *qp, enum sv_ev_kind kind)
+{
+	return (uint64_t)qp->vqp.qp.qp_num << 8 | (uint64_t)kind;
+}
+
+static socklen_t qp_addr(const struct sv_ctx *ctx, uint32_t qpn, struct sockaddr_un *sa)
+{
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "softverbs:%08x:%06x",
+		     ctx->fabric_hash, qpn);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static void ep_add(struct sv_ctx *ctx, int fd, uint32_t events, uint64_t tag)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = tag };
+
+	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &ev))
+		fprintf(stderr, "softverbs: epoll_ctl(ADD, fd %d): %s\n", fd, strerror(errno));
+}
+
+static void close_stream(struct sv_ctx *ctx, int *fd)
+{
+	if (*fd >= 0) {
+		epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, *fd, NULL);
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+static void free_responses(struct sv_qp *qp)
+{
+	while (qp->rsp_head) {
+		struct sv_rsp *r = qp->rsp_head;
+
+		qp->rsp_head = r->next;
+		free(r->data);
+		free(r);
+	}
+	qp->rsp_tail = NULL;
+}
+
+static void reset_rx(struct sv_qp *qp)
+{
+	qp->rx_state = SV_RX_HDR;
+	qp->rx_got = 0;
+	qp->rx_dst = NULL;
+	qp->rx_nak = false;
+	qp->rx_has_rwqe = false;
+	qp->rx_stalled_rnr = false;
+	qp->rx_rnr_sent = false;
+	qp->rx_rnr_deadline_ns = 0;
+}
+
+void sv_wire_drop_link(struct sv_qp *qp)
+{
+	close_stream(qp->ctx, &qp->req_fd);
+	close_stream(qp->ctx, &qp->rsp_fd);
+	free_responses(qp);
+	reset_rx(qp);
+	qp->in_rsp_got = 0;
+	qp->in_read_got = 0;
+	qp->link_dead = true;
+	qp->rnr_waiting = false;
+}
+
+void sv_wire_close(struct sv_qp *qp)
+{
+	sv_wire_drop_link(qp);
+	close_stream(qp->ctx, &qp->lfd);
+}
+
+void sv_wire_kick(struct sv_ctx *ctx)
+{
+	uint64_t one = 1;
+
+	if (write(ctx->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		fprintf(stderr, "softverbs: wake: %s\n", strerror(errno));
+}
+
+int sv_wire_listen(struct sv_qp *qp)
+{
+	struct sockaddr_un sa;
+	socklen_t len = qp_addr(qp->ctx, qp->vqp.qp.qp_num, &sa);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 16)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	qp->lfd = fd;
+	ep_add(qp->ctx, fd, EPOLLIN, ev_tag(qp, SV_EV_LISTEN));
+	return 0;
+}
+
+/* 4.096 us x 2^timeout x (retry_cnt + 1); 0 = wait forever. */
+uint64_t sv_ack_timeout_ns(const struct sv_qp *qp)
+{
+	if (qp->timeout == 0)
+		return 0;
+	return 4096ull * (1ull << qp->timeout) * (qp->retry_cnt + 1u);
+}
+
+static void timer_progress(struct sv_qp *qp)
+{
+	uint64_t t = sv_ack_timeout_ns(qp);
+
+	qp->ack_deadline_ns = qp->sq_count && t && !qp->rnr_waiting ? sv_now_ns() + t : 0;
+}
+
+/* Called with ctx->lock held, at INIT -> RTR: open our request stream. */
+int sv_wire_connect(struct sv_qp *qp)
+{
+	struct sv_hello h = {
+		.magic = SV_MAGIC,
+		.src_qpn = qp->vqp.qp.qp_num,
+		.dst_qpn = qp->dest_qpn,
+		.is_global = qp->ah.is_global,
+		.dlid = qp->ah.dlid,
+	};
+	int size = SV_SOCKBUF;
+	struct sockaddr_un sa;
+	socklen_t len = qp_addr(qp->ctx, qp->dest_qpn, &sa);
+	int fd;
+
+	memcpy(h.dgid, qp->ah.grh.dgid.raw, sizeof(h.dgid));
+	qp->link_dead = true;
+	if (qp->ctx->port_down)
+		return -ENETDOWN;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	if (connect(fd, (struct sockaddr *)&sa, len) ||
+	    write(fd, &h, sizeof(h)) != (ssize_t)sizeof(h)) {
+		int e = errno;
+
+		close(fd); /* nobody there: requests will time out */
+		return -e;
+	}
+	if (fcntl(fd, F_SETFL, O_NONBLOCK)) {
+		close(fd);
+		return -EIO;
+	}
+	qp->req_fd = fd;
+	qp->req_writable = true;
+	qp->req_readable = false;
+	qp->link_dead = false;
+	ep_add(qp->ctx, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, ev_tag(qp, SV_EV_REQ));
+	return 0;
+}
+
+static struct sv_qp *find_qp(struct sv_ctx *ctx, uint32_t qpn)
+{
+	for (struct sv_qp *qp = ctx->qps; qp; qp = qp->next)
+		if (qp->vqp.qp.qp_num == qpn)
+			return qp;
+	return NULL;
+}
+
+/* Is the hello addressed to one of this device's GIDs or LIDs? */
+static bool hello_addresses_us(struct sv_ctx *ctx, const struct sv_hello *h)
+{
+	for (int p = 1; p <= ctx->dev->nports; p++) {
+		const struct sv_port *port = &ctx->ports[p];
+
+		if (!h->is_global && port->link_layer == IBV_LINK_LAYER_INFINIBAND &&
+		    port->lid == h->dlid)
+			return true;
+		for (int i = 0; h->is_global && i < port->ngids; i++)
+			if (!memcmp(port->gids[i].raw, h->dgid, 16))
+				return true;
+	}
+	return false;
+}
+
+static void do_accept(struct sv_qp *qp)
+{
+	struct sv_ctx *ctx = qp->ctx;
+	struct pollfd pfd;
+	struct sv_hello h;
+	ssize_t n;
+	int fd, size = SV_SOCKBUF;
+
+	while ((fd = accept4(qp->lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		/* the hello was written right after connect() */
+		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+		n = poll(&pfd, 1, 1000) == 1 ? recv(fd, &h, sizeof(h), MSG_WAITALL) : -1;
+		if (n != (ssize_t)sizeof(h) || h.magic != SV_MAGIC ||
+		    h.dst_qpn != qp->vqp.qp.qp_num || !hello_addresses_us(ctx, &h) ||
+		    ctx->port_down) {
+			close(fd); /* wrong address: the requester will time out */
+			continue;
+		}
+		close_stream(ctx, &qp->rsp_fd);
+		free_responses(qp);
+		reset_rx(qp);
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+		fcntl(fd, F_SETFL, O_NONBLOCK);
+		qp->rsp_fd = fd;
+		qp->rsp_readable = true;
+		qp->rsp_writable = true;
+		ep_add(ctx, fd, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, ev_tag(qp, SV_EV_RSP));
+	}
+}
+
+/* --- requester: sending --------------------------------------------------- */
+
+/* The WQE at the head failed at post time: complete it and fail the QP. */
+static bool retire_failed_head(struct sv_qp *qp)
+{
+	struct sv_swqe *w;
+
+	if (!qp->sq_count)
+		return false;
+	w = &qp->sq[qp->sq_head];
+	if (w->state != SV_SWQE_QUEUED || w->post_status == IBV_WC_SUCCESS)
+		return false;
+	sv_qp_complete_head(qp, w->post_status, w->post_verr);
+	sv_qp_to_error(qp);
+	return true;
+}
+
+/* Apply the fault knobs to message w.  False: do not send it. */
+static bool faults_on_send(struct sv_qp *qp, struct sv_swqe *w)
+{
+	struct sv_ctx *ctx = qp->ctx;
+	long n = ++ctx->nmsgs;
+
+	if (n == ctx->faults.remote_access)
+		w->rkey ^= 0x00a5a500;
+	if (n == ctx->faults.port_down) {
+		sv_fault_port_down(ctx);
+		return false;
+	}
+	if (n == ctx->faults.conn_drop) {
+		sv_wire_drop_link(qp);
+		return false;
+	}
+	if (n == ctx->faults.retry_exceeded) {
+		qp->link_dead = true;
+		return false;
+	}
+	return true;
+}
+
+static size_t payload_len(const struct sv_swqe *w)
+{
+	return w->op == SV_OP_READ ? 0 : w->len;
+}
+
+/* iovecs for the bytes of w from offset `done` on (header, then payload). */
+static int tx_iov(struct sv_swqe *w, uint8_t qp_rnr, struct sv_req_hdr *hdr,
+		  struct iovec *iov)
+{
+	size_t skip = w->done;
+	int n = 0;
+
+	*hdr = (struct sv_req_hdr){ .op = (uint8_t)w->op, .rnr_retry = qp_rnr,
+				    .len = w->len, .raddr = w->raddr,
+				    .rkey = w->rkey, .imm = w->imm, .seq = w->seq };
+	if (skip < sizeof(*hdr)) {
+		iov[n++] = (struct iovec){ (char *)hdr + skip, sizeof(*hdr) - skip };
+		skip = 0;
+	} else {
+		skip -= sizeof(*hdr);
+	}
+	if (w->op == SV_OP_READ)
+		return n;
+	if (w->is_inline) {
+		if (skip < w->len)
+			iov[n++] = (struct iovec){ w->inline_data + skip, w->len - skip };
+		return n;
+	}
+	for (int i = 0; i < w->nsge; i++) {
+		size_t l = w->sge[i].length;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		iov[n++] = (struct iovec){ (char *)(uintptr_t)w->sge[i].addr + skip, l - skip };
+		skip = 0;
+	}
+	return n;
+}
+
+/* Called with ctx->lock held: write queued requests while the stream takes them. */
+void sv_wire_pump_tx(struct sv_qp *qp)
+{
+	while (qp->vqp.qp.state == IBV_QPS_RTS && qp->sq_tx < qp->sq_count) {
+		struct sv_swqe *w = &qp->sq[(qp->sq_head + qp->sq_tx) % qp->sq_cap];
+		struct iovec iov[SV_MAX_SGE + 1];
+		struct sv_req_hdr hdr;
+		struct msghdr mh = { .msg_iov = iov };
+		ssize_t n;
+
+		if (!qp->ack_deadline_ns)
+			timer_progress(qp);
+		if (w->post_status != IBV_WC_SUCCESS) {
+			if (qp->sq_tx == 0)
+				retire_failed_head(qp);
+			return;
+		}
+		if (qp->link_dead || qp->req_fd < 0 || !qp->req_writable)
+			return;
+		if (w->state == SV_SWQE_QUEUED) {
+			if (!faults_on_send(qp, w))
+				return;
+			w->state = SV_SWQE_SENDING;
+			w->done = 0;
+		}
+		mh.msg_iovlen = (size_t)tx_iov(w, qp->rnr_retry, &hdr, iov);
+		n = sendmsg(qp->req_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				qp->req_writable = false;
+			else
+				qp->link_dead = true; /* the peer is gone */
+			return;
+		}
+		w->done += (size_t)n;
+		timer_progress(qp);
+		if (w->done == sizeof(hdr) + payload_len(w)) {
+			w->state = SV_SWQE_SENT;
+			w->done = 0;
+			qp->sq_tx++;
+		}
+	}
+}
+
+/* --- requester: responses ------------------------------------------------- */
+
+static void link_lost(struct sv_qp *qp)
+{
+	close_stream(qp->ctx, &qp->req_fd);
+	qp->link_dead = true;
+	qp->rnr_waiting = false;
+	timer_progress(qp);
+}
+
+/* Receive READ data for the head WQE.  True when all arrived. */
+static bool rx_read_data(struct sv_qp *qp, struct sv_swqe *w)
+{
+	while (qp->in_read_got < w->len) {
+		struct iovec iov[SV_MAX_SGE];
+		size_t skip = qp->in_read_got;
+		int niov = 0;
+		ssize_t n;
+
+		for (int i = 0; i < w->nsge; i++) {
+			size_t l = w->sge[i].length;
+
+			if (skip >= l) {
+				skip -= l;
+				continue;
+			}
+			iov[niov++] = (struct iovec){ (char *)(uintptr_t)w->sge[i].addr + skip,
+						      l - skip };
+			skip = 0;
+		}
+		n = readv(qp->req_fd, iov, niov);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+			link_lost(qp);
+			return false;
+		}
+		if (n < 0) {
+			qp->req_readable = false;
+			return false;
+		}
+		qp->in_read_got += (size_t)n;
+	}
+	return true;
+}
+
+static void rx_responses(struct sv_qp *qp)
+{
+	while (qp->req_fd >= 0 && qp->req_readable) {
+		struct sv_rsp_hdr *r = &qp->in_rsp;
+		struct sv_swqe *w;
+		ssize_t n;
+
+		if (qp->in_rsp_got < sizeof(*r)) {
+			n = recv(qp->req_fd, (char *)r + qp->in_rsp_got,
+				 sizeof(*r) - qp->in_rsp_got, MSG_DONTWAIT);
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				qp->req_readable = false;
+				return;
+			}
+			if (n <= 0) {
+				link_lost(qp);
+				return;
+			}
+			qp->in_rsp_got += (size_t)n;
+			continue;
+		}
+		w = qp->sq_count ? &qp->sq[qp->sq_head] : NULL;
+		if (!w || w->seq != r->seq || w->state != SV_SWQE_SENT) {
+			fprintf(stderr, "softverbs: QP 0x%x: response for message %llu "
+				"matches nothing outstanding\n", qp->vqp.qp.qp_num,
+				(unsigned long long)r->seq);
+			link_lost(qp);
+			return;
+		}
+		qp->rnr_waiting = false;
+		switch (r->type) {
+		case SV_RSP_RNR_WAIT:
+			qp->rnr_waiting = true;
+			break;
+		case SV_RSP_READ:
+			if (r->len != w->len) {
+				link_lost(qp);
+				return;
+			}
+			if (!rx_read_data(qp, w))
+				return;
+			qp->in_read_got = 0;
+			sv_qp_complete_head(qp, IBV_WC_SUCCESS, 0);
+			break;
+		case SV_RSP_ACK:
+			sv_qp_complete_head(qp, IBV_WC_SUCCESS, 0);
+			break;
+		default:
+			sv_qp_complete_head(qp, (enum ibv_wc_status)r->status, r->vendor_err);
+			sv_qp_to_error(qp);
+			break;
+		}
+		qp->in_rsp_got = 0;
+		timer_progress(qp);
+		retire_failed_head(qp);
+	}
+}
+
+/* --- responder -------------------------------------------------------------- */
+
+static void queue_rsp(struct sv_qp *qp, enum sv_rsp_type type, uint8_t status,
+		      uint32_t verr, uint8_t *data, uint32_t len)
+{
+	struct sv_rsp *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		free(data);
+		fprintf(stderr, "softverbs: out of memory for a response\n");
+		return;
+	}
+	r->hdr = (struct sv_rsp_hdr){ .type = (uint8_t)type, .status = status,
+				      .vendor_err = verr, .seq = qp->rx_hdr.seq, .len = len };
+	r->data = data;
+	if (qp->rsp_tail)
+		qp->rsp_tail->next = r;
+	else
+		qp->rsp_head = r;
+	qp->rsp_tail = r;
+}
+
+static void tx_responses(struct sv_qp *qp)
+{
+	while (qp->rsp_head && qp->rsp_fd >= 0 && qp->rsp_writable) {
+		struct sv_rsp *r = qp->rsp_head;
+		size_t total = sizeof(r->hdr) + (r->data ? r->hdr.len : 0);
+		struct iovec iov[2];
+		struct msghdr mh = { .msg_iov = iov };
+		ssize_t n;
+
+		if (r->done < sizeof(r->hdr)) {
+			iov[mh.msg_iovlen++] = (struct iovec){ (char *)&r->hdr + r->done,
+							       sizeof(r->hdr) - r->done };
+			if (r->data)
+				iov[mh.msg_iovlen++] = (struct iovec){ r->data, r->hdr.len };
+		} else {
+			iov[mh.msg_iovlen++] = (struct iovec){
+				r->data + (r->done - sizeof(r->hdr)), total - r->done };
+		}
+		n = sendmsg(qp->rsp_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				qp->rsp_writable = false;
+			} else {
+				close_stream(qp->ctx, &qp->rsp_fd);
+				free_responses(qp);
+			}
+			return;
+		}
+		r->done += (size_t)n;
+		if (r->done == total) {
+			qp->rsp_head = r->next;
+			if (!qp->rsp_head)
+				qp->rsp_tail = NULL;
+			free(r->data);
+			free(r);
+		}
+	}
+}
+
+/* min_rnr_timer codes in units of 10 us (IBTA table). */
+static const uint32_t rnr_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+	384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+	24576, 32768, 49152,
+};
+
+/* Check a remote access against the MR table; IBV_WC_SUCCESS or why not. */
+static enum ibv_wc_status check_remote(struct sv_qp *qp, int flag, uint32_t *verr,
+				       struct sv_mr **out)
+{
+	const struct sv_req_hdr *h = &qp->rx_hdr;
+	struct sv_mr *mr = sv_mr_lookup(qp->ctx, h->rkey);
+
+	*verr = SV_VERR_NONE;
+	if (!mr)
+		*verr = SV_VERR_RKEY;
+	else if (&mr->pd->pd != qp->vqp.qp.pd)
+		*verr = SV_VERR_PD;
+	else if (!(mr->access & flag) || !(qp->access & flag))
+		*verr = SV_VERR_ACCESS;
+	else if (h->raddr < mr->iova || h->raddr + h->len > mr->iova + mr->len ||
+		 h->raddr + h->len < h->raddr)
+		*verr = SV_VERR_BOUNDS;
+	if (*verr)
+		return IBV_WC_REM_ACCESS_ERR;
+	*out = mr;
+	return IBV_WC_SUCCESS;
+}
+
+/* Take a receive WQE for a SEND or WRITE_WITH_IMM.  False: none posted. */
+static bool take_rwqe(struct sv_qp *qp)
+{
+	if (!qp->rq_count) {
+		if (!qp->rx_stalled_rnr) {
+			uint8_t retry = qp->rx_hdr.rnr_retry;
+
+			qp->rx_stalled_rnr = true;
+			qp->rx_rnr_deadline_ns =
+				retry == 7 ? 0 : sv_now_ns() +
+					 10000ull * rnr_10us[qp->min_rnr_timer & 31] * (retry + 1u);
+		}
+		if (!qp->rx_rnr_sent) {
+			queue_rsp(qp, SV_RSP_RNR_WAIT, 0, 0, NULL, 0);
+			qp->rx_rnr_sent = true;
+		}
+		return false;
+	}
+	qp->rx_rwqe = qp->rq[qp->rq_head];
+	qp->rq_head = (qp->rq_head + 1) % qp->rq_cap;
+	qp->rq_count--;
+	qp->rx_has_rwqe = true;
+	qp->rx_stalled_rnr = false;
+	qp->rx_rnr_deadline_ns = 0;
+	return true;
+}
+
+static void nak(struct sv_qp *qp, enum ibv_wc_status status, uint32_t verr)
+{
+	qp->rx_nak = true;
+	qp->rx_status = (uint8_t)status;
+	qp->rx_verr = verr;
+	qp->rx_dst = NULL;
+}
+
+/* A complete header is in rx_hdr: decide where its payload goes.
+ * False: wait (no receive WQE yet). */
+static bool rx_start(struct sv_qp *qp)
+{
+	const struct sv_req_hdr *h = &qp->rx_hdr;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	struct sv_mr *mr = NULL;
+	uint32_t verr = 0;
+
+	switch (h->op) {
+	case SV_OP_WRITE_IMM:
+	case SV_OP_SEND:
+		if (!qp->rx_has_rwqe && !take_rwqe(qp))
+			return false;
+		break;
+	default:
+		break;
+	}
+	switch (h->op) {
+	case SV_OP_WRITE:
+	case SV_OP_WRITE_IMM:
+		if (h->len)
+			st = check_remote(qp, IBV_ACCESS_REMOTE_WRITE, &verr, &mr);
+		if (st != IBV_WC_SUCCESS)
+			nak(qp, st, verr);
+		else if (mr)
+			qp->rx_dst = mr->host + (h->raddr - mr->iova);
+		break;
+	case SV_OP_SEND: {
+		uint64_t room = 0;
+
+		for (int i = 0; i < qp->rx_rwqe.nsge; i++) {
+			struct sv_mr *m = sv_mr_lookup(qp->ctx, qp->rx_rwqe.sge[i].lkey);
+			const struct ibv_sge *s = &qp->rx_rwqe.sge[i];
+
+			if (!m || !(m->access & IBV_ACCESS_LOCAL_WRITE) || s->addr < m->iova ||
+			    s->addr + s->length > m->iova + m->len) {
+				room = 0;
+				break;
+			}
+			room += s->length;
+		}
+		if (room < h->len)
+			nak(qp, IBV_WC_REM_INV_REQ_ERR, SV_VERR_RQ_SGE);
+		break;
+	}
+	case SV_OP_READ:
+		st = h->len ? check_remote(qp, IBV_ACCESS_REMOTE_READ, &verr, &mr)
+			    : IBV_WC_SUCCESS;
+		if (st != IBV_WC_SUCCESS)
+			nak(qp, st, verr);
+		break;
+	default:
+		nak(qp, IBV_WC_REM_INV_REQ_ERR, 0);
+		break;
+	}
+	return true;
+}
+
+/* The request in rx_hdr is fully received: complete it on this side and
+ * answer the requester. */
+static void rx_finish(struct sv_qp *qp)
+{
+	const struct sv_req_hdr *h = &qp->rx_hdr;
+	struct sv_cq *rcq = (struct sv_cq *)qp->vqp.qp.recv_cq;
+	struct ibv_wc wc = {
+		.wr_id = qp->rx_rwqe.wr_id,
+		.qp_num = qp->vqp.qp.qp_num,
+		.src_qp = qp->dest_qpn,
+		.byte_len = h->len,
+	};
+
+	if (qp->rx_nak) {
+		queue_rsp(qp, SV_RSP_NAK, qp->rx_status, qp->rx_verr, NULL, 0);
+		if (qp->rx_status == IBV_WC_REM_ACCESS_ERR) {
+			sv_async_event(qp->ctx, (uint64_t)(uintptr_t)&qp->vqp.qp,
+				       IBV_EVENT_QP_ACCESS_ERR);
+			sv_qp_to_error(qp);
+		} else if (qp->rx_has_rwqe) {
+			wc.status = IBV_WC_LOC_LEN_ERR;
+			wc.opcode = IBV_WC_RECV;
+			wc.vendor_err = qp->rx_verr;
+			sv_cq_push(rcq, &wc);
+			sv_qp_to_error(qp);
+		}
+	} else if (h->op == SV_OP_READ) {
+		uint8_t *copy = NULL;
+
+		if (h->len) {
+			struct sv_mr *mr = sv_mr_lookup(qp->ctx, h->rkey);
+
+			copy = malloc(h->len);
+			if (!copy || !mr) {
+				free(copy);
+				queue_rsp(qp, SV_RSP_NAK, IBV_WC_REM_OP_ERR, 0, NULL, 0);
+				goto out;
+			}
+			memcpy(copy, mr->host + (h->raddr - mr->iova), h->len);
+		}
+		queue_rsp(qp, SV_RSP_READ, 0, 0, copy, h->len);
+	} else {
+		if (h->op == SV_OP_WRITE_IMM) {
+			wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+			wc.wc_flags = IBV_WC_WITH_IMM;
+			wc.imm_data = h->imm;
+			sv_cq_push(rcq, &wc);
+		} else if (h->op == SV_OP_SEND) {
+			wc.opcode = IBV_WC_RECV;
+			sv_cq_push(rcq, &wc);
+		}
+		queue_rsp(qp, SV_RSP_ACK, 0, 0, NULL, 0);
+	}
+out:
+	reset_rx(qp);
+}
+
+/* Place n bytes that are in the bounce buffer, back to front (knob). */
+static void place_reverse(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t off = n;
+
+	while (off) {
+		size_t c = off % 64 ? off % 64 : 64;
+
+		off -= c;
+		memcpy(dst + off, src + off, c);
+		atomic_thread_fence(memory_order_release);
+	}
+}
+
+/* iovecs for the next payload bytes of the current request. */
+static int rx_iov(struct sv_qp *qp, struct iovec *iov, uint8_t *discard, size_t dlen)
+{
+	const struct sv_req_hdr *h = &qp->rx_hdr;
+	size_t left = h->len - qp->rx_got;
+	size_t want = left < SV_RECV_CHUNK ? left : SV_RECV_CHUNK;
+	size_t skip = qp->rx_got;
+	int n = 0;
+
+	if (qp->rx_nak || (h->op != SV_OP_SEND && !qp->rx_dst)) {
+		iov[0] = (struct iovec){ discard, want < dlen ? want : dlen };
+		return 1;
+	}
+	if (qp->rx_bounce) {
+		iov[0] = (struct iovec){ qp->rx_bounce + skip, left };
+		return 1;
+	}
+	if (h->op != SV_OP_SEND) {
+		iov[0] = (struct iovec){ qp->rx_dst + skip, want };
+		return 1;
+	}
+	for (int i = 0; i < qp->rx_rwqe.nsge && want; i++) {
+		const struct ibv_sge *s = &qp->rx_rwqe.sge[i];
+		struct sv_mr *m = sv_mr_lookup(qp->ctx, s->lkey);
+		size_t l = s->length;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		l -= skip;
+		if (l > want)
+			l = want;
+		iov[n++] = (struct iovec){ m->host + (s->addr - m->iova) + skip, l };
+		want -= l;
+		skip = 0;
+	}
+	return n;
+}
+
+static void rsp_lost(struct sv_qp *qp)
+{
+	close_stream(qp->ctx, &qp->rsp_fd);
+	free_responses(qp);
+	reset_rx(qp);
+}
+
+static void rx_requests(struct sv_qp *qp)
+{
+	static __thread uint8_t discard[65536];
+
+	while (qp->rsp_fd >= 0 && qp->rsp_readable) {
+		enum ibv_qp_state st = qp->vqp.qp.state;
+		ssize_t n;
+
+		/* Not yet RTR, or in error: the packets are not taken in. */
+		if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR ||
+		    qp->link_dead)
+			return;
+		if (qp->rx_state == SV_RX_HDR) {
+			if (qp->rx_got < sizeof(qp->rx_hdr)) {
+				n = recv(qp->rsp_fd, (char *)&qp->rx_hdr + qp->rx_got,
+					 sizeof(qp->rx_hdr) - qp->rx_got, MSG_DONTWAIT);
+				if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+					qp->rsp_readable = false;
+					return;
+				}
+				if (n <= 0) {
+					rsp_lost(qp);
+					return;
+				}
+				qp->rx_got += (size_t)n;
+				continue;
+			}
+			if (!rx_start(qp))
+				return; /* waiting for a receive WQE */
+			qp->rx_got = 0;
+			qp->rx_state = SV_RX_PAYLOAD;
+			if (qp->ctx->faults.placement_reverse && !qp->rx_nak &&
+			    qp->rx_hdr.op != SV_OP_READ && qp->rx_hdr.len) {
+				qp->rx_bounce = malloc(qp->rx_hdr.len);
+				if (!qp->rx_bounce)
+					nak(qp, IBV_WC_REM_OP_ERR, 0);
+			}
+		}
+		if (qp->rx_hdr.op != SV_OP_READ && qp->rx_got < qp->rx_hdr.len) {
+			struct iovec iov[SV_MAX_SGE];
+			int niov = rx_iov(qp, iov, discard, sizeof(discard));
+
+			n = readv(qp->rsp_fd, iov, niov);
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				qp->rsp_readable = false;
+				return;
+			}
+			if (n <= 0) {
+				rsp_lost(qp);
+				return;
+			}
+			qp->rx_got += (size_t)n;
+			if (qp->rx_got < qp->rx_hdr.len)
+				continue;
+		}
+		if (qp->rx_bounce) {
+			if (qp->rx_hdr.op == SV_OP_SEND) {
+				size_t off = 0;
+
+				for (int i = 0; i < qp->rx_rwqe.nsge && off < qp->rx_hdr.len; i++) {
+					const struct ibv_sge *s = &qp->rx_rwqe.sge[i];
+					struct sv_mr *m = sv_mr_lookup(qp->ctx, s->lkey);
+					size_t l = SV_MIN(s->length, qp->rx_hdr.len - off);
+
+					place_reverse(m->host + (s->addr - m->iova),
+						      qp->rx_bounce + off, l);
+					off += l;
+				}
+			} else if (qp->rx_dst) {
+				place_reverse(qp->rx_dst, qp->rx_bounce, qp->rx_hdr.len);
+			}
+			free(qp->rx_bounce);
+			qp->rx_bounce = NULL;
+		}
+		atomic_thread_fence(memory_order_release);
+		rx_finish(qp);
+	}
+}
+
+/* --- the progress thread -------------------------------------------------------- */
+
+static void timers(struct sv_qp *qp, uint64_t now)
+{
+	if (qp->ack_deadline_ns && now >= qp->ack_deadline_ns && qp->sq_count &&
+	    qp->vqp.qp.state == IBV_QPS_RTS) {
+		qp->ack_deadline_ns = 0;
+		sv_qp_complete_head(qp, IBV_WC_RETRY_EXC_ERR, SV_VERR_TIMEOUT);
+		sv_qp_to_error(qp);
+	}
+	if (qp->rx_stalled_rnr && qp->rx_rnr_deadline_ns && now >= qp->rx_rnr_deadline_ns) {
+		/* the requester's RNR retries are spent: refuse the message */
+		qp->rx_stalled_rnr = false;
+		qp->rx_rnr_deadline_ns = 0;
+		nak(qp, IBV_WC_RNR_RETRY_EXC_ERR, SV_VERR_RNR);
+		qp->rx_got = 0;
+		qp->rx_state = SV_RX_PAYLOAD;
+	}
+}
+
+static void progress(struct sv_qp *qp)
+{
+	rx_responses(qp);
+	rx_requests(qp);
+	tx_responses(qp);
+	sv_wire_pump_tx(qp);
+}
+
+static void *progress_main(void *arg)
+{
+	struct sv_ctx *ctx = arg;
+	struct epoll_event evs[64];
+	int timeout_ms = 10;
+
+	while (!atomic_load(&ctx->stop)) {
+		int n = epoll_wait(ctx->epfd, evs, 64, timeout_ms);
+		uint64_t now, next = 0;
+
+		pthread_mutex_lock(&ctx->lock);
+		for (int i = 0; i < n; i++) {
+			enum sv_ev_kind kind = (enum sv_ev_kind)(evs[i].data.u64 & 0xff);
+			struct sv_qp *qp;
+			uint64_t v;
+
+			if (kind == SV_EV_WAKE) {
+				if (read(ctx->wake_fd, &v, sizeof(v)) < 0)
+					v = 0;
+				continue;
+			}
+			qp = find_qp(ctx, (uint32_t)(evs[i].data.u64 >> 8));
+			if (!qp)
+				continue;
+			if (kind == SV_EV_LISTEN) {
+				do_accept(qp);
+			} else if (kind == SV_EV_REQ) {
+				qp->req_readable |= !!(evs[i].events & (EPOLLIN | EPOLLHUP |
+									 EPOLLERR | EPOLLRDHUP));
+				qp->req_writable |= !!(evs[i].events & EPOLLOUT);
+			} else {
+				qp->rsp_readable |= !!(evs[i].events & (EPOLLIN | EPOLLHUP |
+									 EPOLLERR | EPOLLRDHUP));
+				qp->rsp_writable |= !!(evs[i].events & EPOLLOUT);
+			}
+		}
+		now = sv_now_ns();
+		for (struct sv_qp *qp = ctx->qps; qp; qp = qp->next) {
+			progress(qp);
+			timers(qp, now);
+			if (qp->ack_deadline_ns && (!next || qp->ack_deadline_ns < next))
+				next = qp->ack_deadline_ns;
+			if (qp->rx_rnr_deadline_ns && (!next || qp->rx_rnr_deadline_ns < next))
+				next = qp->rx_rnr_deadline_ns;
+			if (qp->rx_stalled_rnr || (qp->rsp_readable && qp->rsp_fd >= 0))
+				next = next && next < now + 1000000 ? next : now + 1000000;
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		timeout_ms = 100;
+		if (next)
+			timeout_ms = next <= now ? 0 : (int)SV_MIN((next - now) / 1000000 + 1, 100);
+	}
+	return NULL;
+}
+
+int sv_wire_start(struct sv_ctx *ctx)
+{
+	ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ctx->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (ctx->epfd < 0 || ctx->wake_fd < 0)
+		goto err_close;
+	ep_add(ctx, ctx->wake_fd, EPOLLIN, SV_EV_WAKE);
+	if (pthread_create(&ctx->thread, NULL, progress_main, ctx))
+		goto err_close;
+	return 0;
+
+err_close:
+	if (ctx->epfd >= 0)
+		close(ctx->epfd);
+	if (ctx->wake_fd >= 0)
+		close(ctx->wake_fd);
+	ctx->epfd = ctx->wake_fd = -1;
+	return -EMFILE;
+}
+
+void sv_wire_stop(struct sv_ctx *ctx)
+{
+	atomic_store(&ctx->stop, true);
+	sv_wire_kick(ctx);
+	pthread_join(ctx->thread, NULL);
+}
