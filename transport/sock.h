@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The TCP socket transport behind rw_net (created by rw_sock_create(),
+ * declared in transport/rw_net.h).  This header holds what tests and tools
+ * may use besides the rw_net ops: the pure interface-selection function, the
+ * handle decoder, and the live-object counters.
+ *
+ * Design in short (details in sock_internal.h and sock_proto.h):
+ *  - a device is a network interface chosen by RINGWAY_SOCKET_IFNAME;
+ *  - a comm is RINGWAY_SOCKET_NSTREAMS TCP streams; messages smaller than
+ *    RINGWAY_SOCKET_MIN_STRIPE go on stream 0, written and read by the
+ *    calling thread when the stream is idle; larger ones are striped over
+ *    all streams, each driven by a helper thread that sleeps when idle;
+ *  - the receiver tells the sender its buffer sizes (clear-to-send records),
+ *    so a message too large for its buffer fails on both sides;
+ *  - every wait on the peer is bounded by RINGWAY_TIMEOUT_MS.
+ */
+#ifndef RW_SOCK_H
+#define RW_SOCK_H
+
+#include <net/if.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* --- interface selection (pure, no system calls) ----------------------- */
+
+/** One address of one interface, as discovery found it. */
+struct rw_sock_ifaddr {
+	char name[IF_NAMESIZE];
+	struct sockaddr_storage addr; /**< AF_INET or AF_INET6 */
+};
+
+/** Which rule picked the interfaces. */
+enum rw_sock_if_rule {
+	RW_SOCK_IF_RULE_SPEC,        /**< the user's RINGWAY_SOCKET_IFNAME */
+	RW_SOCK_IF_RULE_DEFAULT,     /**< all but lo*, docker*, virbr* */
+	RW_SOCK_IF_RULE_DOCKER,      /**< fallback: only docker* exist */
+	RW_SOCK_IF_RULE_LOOPBACK,    /**< fallback: only lo* exist */
+};
+
+/**
+ * Choose interfaces the way NCCL reads NCCL_SOCKET_IFNAME.
+ *
+ * spec: comma-separated name prefixes ("eth,ib"); a leading '^' excludes
+ * the listed prefixes; a leading '=' makes them exact names; "^=" excludes
+ * exact names.  Blanks around names are ignored.  An empty spec (or NULL)
+ * applies the default: every interface except lo*, docker* and virbr*, or
+ * if that leaves none, docker*, then lo*.
+ *
+ * family (enum rw_socket_family) filters addresses.  IPv6 link-local
+ * addresses are skipped (they need a scope to be reachable).  An interface
+ * appears once in the result, with its first IPv4 address when the family
+ * allows it, else its first IPv6 address; order is the order of first
+ * appearance in `in`.
+ *
+ * \param[out] out   room for max entries
+ * \param[out] nout  number written (0 when nothing matches)
+ * \param[out] rule  which rule chose them (may be NULL)
+ * \return 0, or -EINVAL on NULL arguments.
+ */
+int rw_sock_if_select(const char *spec, int family,
+		      const struct rw_sock_ifaddr *in, size_t nin,
+		      struct rw_sock_ifaddr *out, size_t max, size_t *nout,
+		      enum rw_sock_if_rule *rule);
+
+/* --- handles --------------------------------------------------------- */
+
+/**
+ * The address a socket-transport listen handle points at (tests use it to
+ * knock on the listener's port).  \return 0, or -EINVAL when the handle is
+ * not a socket-transport handle of this version.
+ */
+int rw_sock_handle_addr(const void *handle, struct sockaddr_storage *out);
+
+/* --- leak checks ----------------------------------------------------- */
+
+/** Objects alive right now, process-wide (all rw_sock instances). */
+struct rw_sock_live {
+	long nets;       /**< transport instances */
+	long listeners;  /**< open listeners */
+	long comms;      /**< open or connecting comms */
+	long reqs;       /**< requests handed out and not yet completed */
+	long mrs;        /**< registrations */
+	long threads;    /**< helper threads */
+	long fds;        /**< sockets this transport opened */
+};
+
+/** Snapshot the counters (relaxed reads; exact once the transport is idle). */
+void rw_sock_live_objects(struct rw_sock_live *out);
+
+/** Sum of all counters: 0 when everything was freed. */
+long rw_sock_live_total(void);
+
+#endif /* RW_SOCK_H */
