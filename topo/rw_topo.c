@@ -237,8 +237,9 @@ static void read_ib_port(struct rw_topo *t, struct rw_topo_nic *nic)
 
 			for (const char *c = buf; *c; c++)
 				if (isxdigit((unsigned char)*c))
-					g = g << 4 | (uint64_t)(isdigit((unsigned char)*c) ?
-							*c - '0' : (tolower(*c) - 'a' + 10));
+					g = g << 4 | (uint64_t)(isdigit((unsigned char)*c)
+									? *c - '0'
+									: (tolower(*c) - 'a' + 10));
 			nic->guid = g;
 		}
 	}
@@ -254,8 +255,7 @@ static void read_netdev(struct rw_topo *t, struct rw_topo_nic *nic)
 	    speed < 100000000)
 		nic->speed_mbps = (int)speed;
 	snprintf(rel, sizeof(rel), "sys/class/net/%s/operstate", nic->netdev);
-	if (nic->kind == RW_TOPO_NIC_ETH &&
-	    !rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
+	if (nic->kind == RW_TOPO_NIC_ETH && !rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
 		if (!strcmp(buf, "up"))
 			nic->state = RW_TOPO_LINK_UP;
 		else if (!strcmp(buf, "down") || !strcmp(buf, "lowerlayerdown") ||
@@ -300,7 +300,7 @@ static void finish_nic(struct rw_topo *t, int i)
  */
 static void infer_rails(struct rw_topo *t)
 {
-	int served[64] = { 0 };
+	int served[64] = {0};
 	int nrdma = 0, nup = 0, speed = -1;
 	bool ok = true;
 
@@ -322,8 +322,7 @@ static void infer_rails(struct rw_topo *t)
 	for (int g = 0; g < t->ngpus; g++) {
 		struct rw_topo_nic_choice c;
 
-		if (!rw_topo_nic_for_gpu(t, g, &c) && c.nic >= 0 &&
-		    c.path.type <= RW_TOPO_PATH_PXB)
+		if (!rw_topo_nic_for_gpu(t, g, &c) && c.nic >= 0 && c.path.type <= RW_TOPO_PATH_PXB)
 			served[c.nic] = 1;
 	}
 	for (int i = 0; i < t->nnics; i++) {
@@ -345,8 +344,10 @@ static void infer_rails(struct rw_topo *t)
 		n->rail_id = rail++;
 		n->plane_id = n->port - 1;
 	}
-	rw_topo_add_note(t, "rails: %d RDMA NICs, each a GPU group's own: rail = rank of the "
-			    "NIC in PCI order", nrdma);
+	rw_topo_add_note(t,
+			 "rails: %d RDMA NICs, each a GPU group's own: rail = rank of the "
+			 "NIC in PCI order",
+			 nrdma);
 }
 
 int rw_topo_finish(struct rw_topo *t)
@@ -368,8 +369,7 @@ int rw_topo_finish(struct rw_topo *t)
 	return 0;
 }
 
-int rw_topo_set_nvlink(struct rw_topo *t, const char *busid_a, const char *busid_b,
-		       float gbps)
+int rw_topo_set_nvlink(struct rw_topo *t, const char *busid_a, const char *busid_b, float gbps)
 {
 	int a = rw_topo_gpu_find(t, busid_a), b = rw_topo_gpu_find(t, busid_b);
 
@@ -407,8 +407,7 @@ void rw_topo_destroy(struct rw_topo *t)
 	free(t);
 }
 
-int rw_topo_create_from_xml(const struct rw_config *cfg, const char *path,
-			    struct rw_topo **out)
+int rw_topo_create_from_xml(const struct rw_config *cfg, const char *path, struct rw_topo **out)
 {
 #if RW_HAVE_HWLOC
 	char source[RW_TOPO_PATH_MAX + 16];
@@ -432,8 +431,10 @@ err_destroy:
 	return rc;
 #else
 	(void)cfg, (void)out;
-	RW_WARN(RW_LOG_INIT, "topo: cannot load '%s': ringway was built without hwloc "
-			     "(RINGWAY_WITH_HWLOC=OFF or libhwloc-dev missing)", path);
+	RW_WARN(RW_LOG_INIT,
+		"topo: cannot load '%s': ringway was built without hwloc "
+		"(RINGWAY_WITH_HWLOC=OFF or libhwloc-dev missing)",
+		path);
 	return -ENOTSUP;
 #endif
 }
@@ -547,15 +548,13 @@ int rw_topo_nic_find(const struct rw_topo *t, const char *name)
 		const struct rw_topo_nic *n = &t->nics[i];
 
 		if (!strcmp(n->name, name) || (n->ibdev[0] && !strcmp(n->ibdev, name)) ||
-		    (n->netdev[0] && !strcmp(n->netdev, name)) ||
-		    (bus && !strcmp(n->busid, norm)))
+		    (n->netdev[0] && !strcmp(n->netdev, name)) || (bus && !strcmp(n->busid, norm)))
 			return i;
 	}
 	return -1;
 }
 
-int rw_topo_net_props(const struct rw_topo *t, const char *name,
-		      struct rw_topo_net_props *out)
+int rw_topo_net_props(const struct rw_topo *t, const char *name, struct rw_topo_net_props *out)
 {
 	int i = name ? rw_topo_nic_find(t, name) : -1;
 	const struct rw_topo_nic *n;

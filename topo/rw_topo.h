@@ -32,12 +32,12 @@
 
 #include "common/rw_params.h"
 
-#define RW_TOPO_NAME_MAX 32
-#define RW_TOPO_BUSID_MAX 16 /* "0000:1b:00.0" */
-#define RW_TOPO_PATH_MAX 256
-#define RW_TOPO_REASON_MAX 192
+#define RW_TOPO_NAME_MAX     32
+#define RW_TOPO_BUSID_MAX    16 /* "0000:1b:00.0" */
+#define RW_TOPO_PATH_MAX     256
+#define RW_TOPO_REASON_MAX   192
 #define RW_TOPO_MAX_CHANNELS 32
-#define RW_TOPO_ID_UNDEF (-1) /* rail_id / plane_id not inferred */
+#define RW_TOPO_ID_UNDEF     (-1) /* rail_id / plane_id not inferred */
 
 struct rw_topo;
 
@@ -56,7 +56,7 @@ struct rw_topo_gpu {
 };
 
 enum rw_topo_nic_kind {
-	RW_TOPO_NIC_IB,   /**< InfiniBand HCA (verbs) */
+	RW_TOPO_NIC_IB,	  /**< InfiniBand HCA (verbs) */
 	RW_TOPO_NIC_ROCE, /**< Ethernet with an RDMA device (RoCE) */
 	RW_TOPO_NIC_ETH,  /**< Ethernet without RDMA (sockets only) */
 };
@@ -68,19 +68,19 @@ enum rw_topo_link_state {
 };
 
 struct rw_topo_nic {
-	char name[RW_TOPO_NAME_MAX];   /**< RDMA device ("mlx5_0"), else the netdev */
-	char ibdev[RW_TOPO_NAME_MAX];  /**< "" when the NIC has no RDMA device */
-	char netdev[RW_TOPO_NAME_MAX]; /**< "" when it has no netdev */
-	char busid[RW_TOPO_BUSID_MAX]; /**< "" when not on PCI */
+	char name[RW_TOPO_NAME_MAX];	 /**< RDMA device ("mlx5_0"), else the netdev */
+	char ibdev[RW_TOPO_NAME_MAX];	 /**< "" when the NIC has no RDMA device */
+	char netdev[RW_TOPO_NAME_MAX];	 /**< "" when it has no netdev */
+	char busid[RW_TOPO_BUSID_MAX];	 /**< "" when not on PCI */
 	char pci_path[RW_TOPO_PATH_MAX]; /**< "/sys/devices/pci0000:00/.../0000:0c:00.0" */
 	enum rw_topo_nic_kind kind;
 	enum rw_topo_link_state state;
-	int port;       /**< first active port (1-based), 1 when none is known */
+	int port; /**< first active port (1-based), 1 when none is known */
 	int nports;
 	int speed_mbps; /**< 0 when unknown */
-	uint64_t guid;  /**< NodeGUID (RDMA) or MAC (Ethernet); 0 when unknown */
+	uint64_t guid;	/**< NodeGUID (RDMA) or MAC (Ethernet); 0 when unknown */
 	int numa;
-	int rail_id;    /**< RW_TOPO_ID_UNDEF unless rails could be inferred */
+	int rail_id; /**< RW_TOPO_ID_UNDEF unless rails could be inferred */
 	int plane_id;
 };
 
@@ -112,8 +112,8 @@ struct rw_topo_dev {
 	int index;
 };
 
-#define RW_TOPO_GPU(i) ((struct rw_topo_dev){ .kind = RW_TOPO_DEV_GPU, .index = (i) })
-#define RW_TOPO_NIC(i) ((struct rw_topo_dev){ .kind = RW_TOPO_DEV_NIC, .index = (i) })
+#define RW_TOPO_GPU(i) ((struct rw_topo_dev){.kind = RW_TOPO_DEV_GPU, .index = (i)})
+#define RW_TOPO_NIC(i) ((struct rw_topo_dev){.kind = RW_TOPO_DEV_NIC, .index = (i)})
 
 /** Which NIC serves a GPU, and why. */
 struct rw_topo_nic_choice {
@@ -147,11 +147,11 @@ struct rw_topo_hop {
 /** Values for the plugin's getProperties, for one NIC. */
 struct rw_topo_net_props {
 	char pci_path[RW_TOPO_PATH_MAX]; /**< "" when the NIC is not on PCI */
-	int speed_mbps;                  /**< 0 when unknown */
+	int speed_mbps;			 /**< 0 when unknown */
 	uint64_t guid;
 	int port;
 	int numa;
-	int16_t rail_id;  /**< RW_TOPO_ID_UNDEF when not inferred */
+	int16_t rail_id; /**< RW_TOPO_ID_UNDEF when not inferred */
 	int16_t plane_id;
 };
 
@@ -182,8 +182,7 @@ int rw_topo_create_live(const struct rw_config *cfg, struct rw_topo **out);
  * \return 0; -ENOENT (no such file), -EINVAL (not an hwloc XML topology),
  *         -ENOTSUP (built without hwloc).  Each failure is logged once.
  */
-int rw_topo_create_from_xml(const struct rw_config *cfg, const char *path,
-			    struct rw_topo **out);
+int rw_topo_create_from_xml(const struct rw_config *cfg, const char *path, struct rw_topo **out);
 
 /**
  * Discovery from sysfs alone, under cfg->sysfs_root ("" = this machine): what
@@ -243,8 +242,8 @@ const char *rw_topo_path_desc(enum rw_topo_path_type type);
  * Classify the path between two devices and estimate its bandwidth.
  * \return 0 or -EINVAL (bad index).
  */
-int rw_topo_path(const struct rw_topo *topo, struct rw_topo_dev a,
-		 struct rw_topo_dev b, struct rw_topo_path *out);
+int rw_topo_path(const struct rw_topo *topo, struct rw_topo_dev a, struct rw_topo_dev b,
+		 struct rw_topo_path *out);
 
 /**
  * The NIC that serves a GPU: the closest usable one (RDMA NICs before plain
@@ -253,8 +252,7 @@ int rw_topo_path(const struct rw_topo *topo, struct rw_topo_dev a,
  * \return 0 (out->nic == -1 with a reason when the host has no NIC), or
  *         -EINVAL (bad index).
  */
-int rw_topo_nic_for_gpu(const struct rw_topo *topo, int gpu,
-			struct rw_topo_nic_choice *out);
+int rw_topo_nic_for_gpu(const struct rw_topo *topo, int gpu, struct rw_topo_nic_choice *out);
 
 /**
  * The order of this host's GPUs in a ring: NVLink neighbours adjacent,
@@ -273,8 +271,7 @@ int rw_topo_ring_order(const struct rw_topo *topo, int *order, int max, int *n);
  * \return 0; -ENODEV when the host has no NIC (nothing leaves the host);
  *         -EINVAL on bad arguments.
  */
-int rw_topo_channels(const struct rw_topo *topo, struct rw_topo_channel *ch, int max,
-		     int *n);
+int rw_topo_channels(const struct rw_topo *topo, struct rw_topo_channel *ch, int max, int *n);
 
 /**
  * The ring through hosts[0..nhosts-1] for one channel: each host's GPUs
@@ -291,8 +288,7 @@ int rw_topo_multihost_ring(const struct rw_topo *const *hosts, int nhosts, int c
  * or a PCI bus id.
  * \return 0 or -ENOENT (no such NIC).
  */
-int rw_topo_net_props(const struct rw_topo *topo, const char *name,
-		      struct rw_topo_net_props *out);
+int rw_topo_net_props(const struct rw_topo *topo, const char *name, struct rw_topo_net_props *out);
 
 /* --- pictures --------------------------------------------------------------- */
 

@@ -82,14 +82,14 @@ static void explain(const struct rw_topo *t, int gpu, const bool *cand, const in
 	const struct rw_topo_nic *c = &t->nics[chosen->nic];
 	char *r = out->reason;
 	size_t len = sizeof(out->reason), off;
-	struct pick runner = { .nic = -1 };
+	struct pick runner = {.nic = -1};
 	enum rw_topo_path_type lost_type = RW_TOPO_PATH_SYS;
 	int ncand = 0, lost = -1;
 
 	off = append(r, len, 0, "%s (%s, %.1f GB/s)", rw_topo_path_desc(chosen->path.type),
 		     rw_topo_path_name(chosen->path.type), chosen->path.bw_gbps);
 	for (int i = 0; i < t->nnics; i++) {
-		struct pick p = { .nic = i };
+		struct pick p = {.nic = i};
 
 		if (!cand[i])
 			continue;
@@ -97,15 +97,16 @@ static void explain(const struct rw_topo *t, int gpu, const bool *cand, const in
 		if (i == chosen->nic)
 			continue;
 		rw_topo_path(t, RW_TOPO_GPU(gpu), RW_TOPO_NIC(i), &p.path);
-		if (p.path.type == chosen->path.type && (runner.nic < 0 || better(t, load, &p, &runner)))
+		if (p.path.type == chosen->path.type &&
+		    (runner.nic < 0 || better(t, load, &p, &runner)))
 			runner = p;
 	}
 	if (runner.nic >= 0) {
 		const char *rn = t->nics[runner.nic].name;
 
 		if (load[runner.nic] > load[chosen->nic])
-			off = append(r, len, off, "; %s is as close but already serves %d GPU%s", rn,
-				     load[runner.nic], load[runner.nic] > 1 ? "s" : "");
+			off = append(r, len, off, "; %s is as close but already serves %d GPU%s",
+				     rn, load[runner.nic], load[runner.nic] > 1 ? "s" : "");
 		else if (runner.path.bw_gbps != chosen->path.bw_gbps)
 			off = append(r, len, off, "; wider PCIe path than %s", rn);
 		else if (t->nics[runner.nic].speed_mbps != c->speed_mbps)
@@ -147,7 +148,7 @@ static int assign(const struct rw_topo *t, int upto, struct rw_topo_nic_choice *
 {
 	bool *cand = calloc((size_t)t->nnics + 1, sizeof(bool));
 	int *load = calloc((size_t)t->nnics + 1, sizeof(int));
-	struct pick best = { .nic = -1 };
+	struct pick best = {.nic = -1};
 
 	if (!cand || !load) {
 		free(cand);
@@ -158,7 +159,7 @@ static int assign(const struct rw_topo *t, int upto, struct rw_topo_nic_choice *
 	for (int g = 0; g <= upto; g++) {
 		best.nic = -1;
 		for (int i = 0; i < t->nnics; i++) {
-			struct pick p = { .nic = i };
+			struct pick p = {.nic = i};
 
 			if (!cand[i])
 				continue;
@@ -206,7 +207,8 @@ static int cpu_nics(const struct rw_topo *t, int *nics, int max)
 		int best = -1;
 
 		for (int i = 0; i < t->nnics; i++)
-			if (cand[i] && (best < 0 || t->nics[i].speed_mbps > t->nics[best].speed_mbps))
+			if (cand[i] &&
+			    (best < 0 || t->nics[i].speed_mbps > t->nics[best].speed_mbps))
 				best = i;
 		if (best < 0)
 			break;
@@ -219,7 +221,7 @@ static int cpu_nics(const struct rw_topo *t, int *nics, int max)
 
 /* --- ring order inside a host ----------------------------------------------- */
 
-#define RING_EXACT_MAX 10        /* exhaustive search up to this many GPUs */
+#define RING_EXACT_MAX	  10 /* exhaustive search up to this many GPUs */
 #define RING_SEARCH_STEPS 4000000L
 
 /* Cost of a hop: its class dominates, its bandwidth breaks ties. */
@@ -291,7 +293,7 @@ static void greedy(const long *cost, int n, int *order, bool *used)
 
 		for (int v = 0; v < n; v++)
 			if (!used[v] && (best < 0 || cost[order[i - 1] * n + v] <
-						     cost[order[i - 1] * n + best]))
+							     cost[order[i - 1] * n + best]))
 				best = v;
 		order[i] = best;
 		used[best] = true;
@@ -301,7 +303,7 @@ static void greedy(const long *cost, int n, int *order, bool *used)
 int rw_topo_ring_order(const struct rw_topo *t, int *order, int max, int *n)
 {
 	int g = t->ngpus;
-	struct search s = { .n = g };
+	struct search s = {.n = g};
 	long *cost;
 	int rc = 0;
 
@@ -365,7 +367,7 @@ static int cmp_cut(const void *pa, const void *pb)
 
 	if (a->cost != b->cost)
 		return a->cost > b->cost ? -1 : 1; /* slowest hop first */
-	return a->first - b->first;                /* then the wrap-around hop */
+	return a->first - b->first;		   /* then the wrap-around hop */
 }
 
 int rw_topo_channels(const struct rw_topo *t, struct rw_topo_channel *ch, int max, int *n)
@@ -387,9 +389,12 @@ int rw_topo_channels(const struct rw_topo *t, struct rw_topo_channel *ch, int ma
 		if (k < 0)
 			return k;
 		for (int i = 0; i < k; i++)
-			ch[i] = (struct rw_topo_channel){ .first = 0, .gpu_in = -1, .gpu_out = -1,
-							  .nic_in = nics[i], .nic_out = nics[i],
-							  .cut = RW_TOPO_PATH_LOC };
+			ch[i] = (struct rw_topo_channel){.first = 0,
+							 .gpu_in = -1,
+							 .gpu_out = -1,
+							 .nic_in = nics[i],
+							 .nic_out = nics[i],
+							 .cut = RW_TOPO_PATH_LOC};
 		*n = k;
 		return 0;
 	}
@@ -415,16 +420,19 @@ int rw_topo_channels(const struct rw_topo *t, struct rw_topo_channel *ch, int ma
 	for (int i = 0; i < g && nch < max; i++) {
 		int in = order[cuts[i].first], out = order[(cuts[i].first + g - 1) % g];
 		int nin = choice[in].nic, nout = choice[out].nic;
-		struct rw_topo_path p = { .type = RW_TOPO_PATH_LOC };
+		struct rw_topo_path p = {.type = RW_TOPO_PATH_LOC};
 
 		if (nch && (recvs[nin] || sends[nout]))
 			continue;
 		recvs[nin] = sends[nout] = true;
 		if (g > 1)
 			rw_topo_path(t, RW_TOPO_GPU(out), RW_TOPO_GPU(in), &p);
-		ch[nch++] = (struct rw_topo_channel){ .first = cuts[i].first, .gpu_in = in,
-						      .gpu_out = out, .nic_in = nin,
-						      .nic_out = nout, .cut = p.type };
+		ch[nch++] = (struct rw_topo_channel){.first = cuts[i].first,
+						     .gpu_in = in,
+						     .gpu_out = out,
+						     .nic_in = nin,
+						     .nic_out = nout,
+						     .cut = p.type};
 	}
 	*n = nch;
 	rc = 0;
@@ -467,9 +475,8 @@ int rw_topo_multihost_ring(const struct rw_topo *const *hosts, int nhosts, int c
 			return rc;
 		c = ch[channel % nch];
 		if (!g) {
-			hops[count++] = (struct rw_topo_hop){ .host = h, .gpu = -1,
-							      .nic_in = c.nic_in,
-							      .nic_out = c.nic_out };
+			hops[count++] = (struct rw_topo_hop){
+				.host = h, .gpu = -1, .nic_in = c.nic_in, .nic_out = c.nic_out};
 			continue;
 		}
 		order = calloc((size_t)g, sizeof(int));

@@ -23,7 +23,7 @@
 
 #include "common/rw_log.h"
 
-#define PCI_VENDOR_NVIDIA 0x10de
+#define PCI_VENDOR_NVIDIA      0x10de
 #define PCI_CLASS_BRIDGE_OTHER 0x0680 /* NVSwitch */
 
 struct walk {
@@ -96,7 +96,7 @@ static uint64_t parse_guid(const char *s)
 
 static void add_gpu(struct walk *w, hwloc_obj_t dev, int node)
 {
-	struct rw_topo_gpu gpu = { .numa = w->t->pci[node].numa };
+	struct rw_topo_gpu gpu = {.numa = w->t->pci[node].numa};
 	const char *model = info(dev, "PCIDevice");
 
 	pci_busid(&dev->attr->pcidev, gpu.busid, sizeof(gpu.busid));
@@ -138,7 +138,7 @@ static void ib_ports(hwloc_obj_t os, struct rw_topo_nic *nic)
 
 static void add_nic(struct walk *w, hwloc_obj_t dev, int node)
 {
-	struct rw_topo_nic nic = { .numa = w->t->pci[node].numa };
+	struct rw_topo_nic nic = {.numa = w->t->pci[node].numa};
 	unsigned cls = dev->attr->pcidev.class_id;
 	uint64_t mac = 0;
 
@@ -171,14 +171,15 @@ static void add_nic(struct walk *w, hwloc_obj_t dev, int node)
 static int walk_io(struct walk *w, hwloc_obj_t obj, int parent)
 {
 	for (hwloc_obj_t c = obj->io_first_child; c; c = c->next_sibling) {
-		struct rw_topo_pci node = { .kind = RW_TOPO_PCI_BRIDGE, .parent = parent };
+		struct rw_topo_pci node = {.kind = RW_TOPO_PCI_BRIDGE, .parent = parent};
 		const struct hwloc_pcidev_attr_s *p;
 		int idx, rc, par = parent;
 
 		if (c->type == HWLOC_OBJ_BRIDGE &&
 		    c->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST) {
-			idx = add_hostbridge(w, c, (unsigned)c->attr->bridge.downstream.pci.domain,
-					     (unsigned)c->attr->bridge.downstream.pci.secondary_bus);
+			idx = add_hostbridge(
+				w, c, (unsigned)c->attr->bridge.downstream.pci.domain,
+				(unsigned)c->attr->bridge.downstream.pci.secondary_bus);
 			if (idx < 0)
 				return idx;
 			rc = walk_io(w, c, idx);
@@ -233,11 +234,11 @@ static int add_numa_nodes(struct walk *w)
 	hwloc_obj_t n = NULL;
 
 	while ((n = hwloc_get_next_obj_by_type(w->h, HWLOC_OBJ_NUMANODE, n))) {
-		struct rw_topo_numa numa = { .os_index = (int)n->os_index };
+		struct rw_topo_numa numa = {.os_index = (int)n->os_index};
 		int len, rc;
 
-		numa.ncores = hwloc_get_nbobjs_inside_cpuset_by_type(w->h, n->cpuset,
-								     HWLOC_OBJ_CORE);
+		numa.ncores =
+			hwloc_get_nbobjs_inside_cpuset_by_type(w->h, n->cpuset, HWLOC_OBJ_CORE);
 		numa.npus = hwloc_get_nbobjs_inside_cpuset_by_type(w->h, n->cpuset, HWLOC_OBJ_PU);
 		len = hwloc_bitmap_list_snprintf(numa.cpus, sizeof(numa.cpus), n->cpuset);
 		if (len >= (int)sizeof(numa.cpus))
@@ -271,7 +272,7 @@ static void machine_facts(struct walk *w)
 		else if (model == 207)
 			t->sys_bw_gbps = 40.0f; /* Emerald Rapids */
 		else if (model && model <= 79)
-			t->sys_bw_gbps = 6.0f;  /* Broadwell and older QPI */
+			t->sys_bw_gbps = 6.0f; /* Broadwell and older QPI */
 		else
 			t->sys_bw_gbps = 10.0f; /* Skylake-class UPI */
 	}
@@ -283,8 +284,7 @@ static int nvlink_obj(hwloc_obj_t o, char *busid, size_t len)
 {
 	if (o->type == HWLOC_OBJ_OS_DEVICE)
 		o = o->parent;
-	if (!o || o->type != HWLOC_OBJ_PCI_DEVICE ||
-	    o->attr->pcidev.vendor_id != PCI_VENDOR_NVIDIA)
+	if (!o || o->type != HWLOC_OBJ_PCI_DEVICE || o->attr->pcidev.vendor_id != PCI_VENDOR_NVIDIA)
 		return 0;
 	if (o->attr->pcidev.class_id == PCI_CLASS_BRIDGE_OTHER)
 		return 1;
@@ -326,7 +326,7 @@ static void nvlinks_from_distances(struct walk *w)
 
 static int build(struct rw_topo *t, hwloc_topology_t h)
 {
-	struct walk w = { .t = t, .h = h };
+	struct walk w = {.t = t, .h = h};
 	int rc;
 
 	w.nnuma = hwloc_get_nbobjs_by_type(h, HWLOC_OBJ_NUMANODE);
@@ -363,8 +363,10 @@ static int load(hwloc_topology_t *out, const char *xml)
 	if (xml && hwloc_topology_set_xml(h, xml)) {
 		int err = errno;
 
-		RW_WARN(RW_LOG_INIT, "topo: '%s' is not an hwloc XML topology "
-				     "(hwloc_topology_set_xml: %s)", xml, strerror(err));
+		RW_WARN(RW_LOG_INIT,
+			"topo: '%s' is not an hwloc XML topology "
+			"(hwloc_topology_set_xml: %s)",
+			xml, strerror(err));
 		hwloc_topology_destroy(h);
 		return -EINVAL;
 	}
@@ -372,11 +374,15 @@ static int load(hwloc_topology_t *out, const char *xml)
 		int err = errno;
 
 		if (xml)
-			RW_WARN(RW_LOG_INIT, "topo: '%s' is not an hwloc XML topology "
-					     "(hwloc_topology_load: %s)", xml, strerror(err));
+			RW_WARN(RW_LOG_INIT,
+				"topo: '%s' is not an hwloc XML topology "
+				"(hwloc_topology_load: %s)",
+				xml, strerror(err));
 		else
-			RW_WARN(RW_LOG_INIT, "topo: hwloc_topology_load() of this machine "
-					     "failed: %s", strerror(err));
+			RW_WARN(RW_LOG_INIT,
+				"topo: hwloc_topology_load() of this machine "
+				"failed: %s",
+				strerror(err));
 		hwloc_topology_destroy(h);
 		return xml ? -EINVAL : -EIO;
 	}

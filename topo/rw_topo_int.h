@@ -18,21 +18,21 @@
 #include "topo/rw_topo.h"
 
 #define RW_TOPO_MAX_NOTES 16
-#define RW_TOPO_NOTE_MAX 192
+#define RW_TOPO_NOTE_MAX  192
 
 enum rw_topo_pci_kind {
 	RW_TOPO_PCI_HOSTBRIDGE, /**< a PCI root: the CPU side */
-	RW_TOPO_PCI_BRIDGE,     /**< root port, switch port or other bridge */
+	RW_TOPO_PCI_BRIDGE,	/**< root port, switch port or other bridge */
 	RW_TOPO_PCI_DEVICE,
 };
 
 /** One element of the PCIe tree. */
 struct rw_topo_pci {
 	enum rw_topo_pci_kind kind;
-	int parent;      /**< index; -1 for a host bridge */
-	int numa;        /**< NUMA os_index of its host bridge, -1 unknown */
+	int parent;		       /**< index; -1 for a host bridge */
+	int numa;		       /**< NUMA os_index of its host bridge, -1 unknown */
 	char busid[RW_TOPO_BUSID_MAX]; /**< host bridge: "pci0000:00" */
-	float link_gbps; /**< its upstream PCIe link, GB/s; 0 unknown */
+	float link_gbps;	       /**< its upstream PCIe link, GB/s; 0 unknown */
 	unsigned vendor, device, class_id;
 };
 
@@ -87,8 +87,7 @@ int rw_topo_finish(struct rw_topo *t);
 
 /** NVLink between two GPUs / from a GPU into an NVSwitch fabric, by bus id,
  *  after rw_topo_finish().  Unknown bus ids are ignored (0 or -ENOENT). */
-int rw_topo_set_nvlink(struct rw_topo *t, const char *busid_a, const char *busid_b,
-		       float gbps);
+int rw_topo_set_nvlink(struct rw_topo *t, const char *busid_a, const char *busid_b, float gbps);
 int rw_topo_set_nvswitch(struct rw_topo *t, const char *busid, float gbps);
 
 /** Normalise "0000:1B:00.0" / "00000000:1b:00.0" to "0000:1b:00.0". */

@@ -16,9 +16,9 @@
 
 #include "common/rw_log.h"
 
-#define NVML_SUCCESS 0
+#define NVML_SUCCESS	     0
 #define NVML_FEATURE_ENABLED 1
-#define NVML_LINKS_MAX 18 /* NVML_NVLINK_MAX_LINKS in current NVML */
+#define NVML_LINKS_MAX	     18 /* NVML_NVLINK_MAX_LINKS in current NVML */
 
 typedef struct rw_nvml_device *rw_nvml_device_t;
 
@@ -41,8 +41,7 @@ struct rw_nvml_fns {
 	int (*device_by_index)(unsigned index, rw_nvml_device_t *dev);
 	int (*pci_info)(rw_nvml_device_t dev, struct rw_nvml_pci_info *pci);
 	int (*link_state)(rw_nvml_device_t dev, unsigned link, int *active);
-	int (*link_remote_pci)(rw_nvml_device_t dev, unsigned link,
-			       struct rw_nvml_pci_info *pci);
+	int (*link_remote_pci)(rw_nvml_device_t dev, unsigned link, struct rw_nvml_pci_info *pci);
 	int (*link_version)(rw_nvml_device_t dev, unsigned link, unsigned *version);
 };
 
@@ -61,9 +60,14 @@ static int sym(void *lib, const char *name, void *fn, size_t size)
 static int load_fns(void *lib, struct rw_nvml_fns *f, const char **missing)
 {
 	static const char *const names[] = {
-		"nvmlInit_v2", "nvmlShutdown", "nvmlErrorString", "nvmlDeviceGetCount_v2",
-		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetPciInfo_v3",
-		"nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+		"nvmlInit_v2",
+		"nvmlShutdown",
+		"nvmlErrorString",
+		"nvmlDeviceGetCount_v2",
+		"nvmlDeviceGetHandleByIndex_v2",
+		"nvmlDeviceGetPciInfo_v3",
+		"nvmlDeviceGetNvLinkState",
+		"nvmlDeviceGetNvLinkRemotePciInfo_v2",
 	};
 	int rc[] = {
 		SYM(lib, f, init, names[0]),
@@ -90,8 +94,7 @@ static int load_fns(void *lib, struct rw_nvml_fns *f, const char **missing)
 /* Usable GB/s of one link of an NVLink generation (NCCL's figures). */
 static float link_gbps(unsigned version)
 {
-	static const float bw[] = { [1] = 18.0f, [2] = 20.0f, [3] = 20.0f, [4] = 20.6f,
-				    [5] = 40.1f };
+	static const float bw[] = {[1] = 18.0f, [2] = 20.0f, [3] = 20.0f, [4] = 20.6f, [5] = 40.1f};
 
 	return version < RW_ARRAY_SIZE(bw) && bw[version] > 0 ? bw[version] : 20.0f;
 }
@@ -104,8 +107,8 @@ static const char *errstr(const struct rw_nvml_fns *f, int ret)
 }
 
 /* Links of one device: into links[] (GPU peers) and *to_switch. */
-static int scan_device(struct rw_topo *t, const struct rw_nvml_fns *f, unsigned i,
-		       float *links, float *to_switch, int *gpu)
+static int scan_device(struct rw_topo *t, const struct rw_nvml_fns *f, unsigned i, float *links,
+		       float *to_switch, int *gpu)
 {
 	struct rw_nvml_pci_info pci;
 	char busid[RW_TOPO_BUSID_MAX];
@@ -128,14 +131,16 @@ static int scan_device(struct rw_topo *t, const struct rw_nvml_fns *f, unsigned 
 		unsigned version = 0;
 		int active = 0, peer;
 
-		if (f->link_state(dev, l, &active) != NVML_SUCCESS || active != NVML_FEATURE_ENABLED)
+		if (f->link_state(dev, l, &active) != NVML_SUCCESS ||
+		    active != NVML_FEATURE_ENABLED)
 			continue;
 		if (f->link_remote_pci(dev, l, &remote) != NVML_SUCCESS)
 			continue;
 		if (f->link_version && f->link_version(dev, l, &version) != NVML_SUCCESS)
 			version = 0;
-		peer = rw_topo_busid_norm(remote.bus_id, busid, sizeof(busid)) ? -1
-									       : rw_topo_gpu_find(t, busid);
+		peer = rw_topo_busid_norm(remote.bus_id, busid, sizeof(busid))
+			       ? -1
+			       : rw_topo_gpu_find(t, busid);
 		if (peer >= 0 && peer != *gpu)
 			links[peer] += link_gbps(version);
 		else if (peer < 0)
@@ -146,7 +151,7 @@ static int scan_device(struct rw_topo *t, const struct rw_nvml_fns *f, unsigned 
 
 int rw_topo_load_nvml(struct rw_topo *t, const char *libname)
 {
-	struct rw_nvml_fns f = { 0 };
+	struct rw_nvml_fns f = {0};
 	const char *missing = NULL;
 	float *links;
 	unsigned count = 0;

@@ -17,12 +17,8 @@
 #define PCI_BW_DEFAULT 12.0f /* PCIe Gen3 x16 in practice, when hwloc knows no speed */
 
 static const char *const path_names[] = {
-	[RW_TOPO_PATH_LOC] = "LOC",
-	[RW_TOPO_PATH_NVL] = "NVL",
-	[RW_TOPO_PATH_PIX] = "PIX",
-	[RW_TOPO_PATH_PXB] = "PXB",
-	[RW_TOPO_PATH_PHB] = "PHB",
-	[RW_TOPO_PATH_NODE] = "NODE",
+	[RW_TOPO_PATH_LOC] = "LOC", [RW_TOPO_PATH_NVL] = "NVL", [RW_TOPO_PATH_PIX] = "PIX",
+	[RW_TOPO_PATH_PXB] = "PXB", [RW_TOPO_PATH_PHB] = "PHB", [RW_TOPO_PATH_NODE] = "NODE",
 	[RW_TOPO_PATH_SYS] = "SYS",
 };
 _Static_assert(RW_ARRAY_SIZE(path_names) == RW_TOPO_PATH_COUNT, "one name per path type");
@@ -55,12 +51,12 @@ static int switch_chain(const struct rw_topo *t, int dev, int *chain)
 {
 	int n = 0;
 
-	for (int v = t->pci[dev].parent; v >= 0 && t->pci[v].kind == RW_TOPO_PCI_BRIDGE &&
-					 n < MAX_CHAIN;) {
+	for (int v = t->pci[dev].parent;
+	     v >= 0 && t->pci[v].kind == RW_TOPO_PCI_BRIDGE && n < MAX_CHAIN;) {
 		int up = t->pci[v].parent;
 
 		if (up < 0 || t->pci[up].kind != RW_TOPO_PCI_BRIDGE)
-			break; /* v is a root port */
+			break;	 /* v is a root port */
 		chain[n++] = up; /* v is a downstream port of the switch `up` */
 		v = t->pci[up].parent;
 	}

@@ -85,8 +85,7 @@ static void write_matrix(const struct rw_topo *t, FILE *f)
 		   "PHB host bridge,\n       NODE across host bridges in a NUMA node, "
 		   "SYS across NUMA nodes):\n      ");
 	for (int j = 0; j < nd; j++)
-		fprintf(f, j < t->ngpus ? " GPU%-2d" : " NIC%-2d",
-			j < t->ngpus ? j : j - t->ngpus);
+		fprintf(f, j < t->ngpus ? " GPU%-2d" : " NIC%-2d", j < t->ngpus ? j : j - t->ngpus);
 	fputc('\n', f);
 	for (int i = 0; i < nd; i++) {
 		struct rw_topo_dev a = i < t->ngpus ? RW_TOPO_GPU(i) : RW_TOPO_NIC(i - t->ngpus);
@@ -145,8 +144,10 @@ static int write_decisions(const struct rw_topo *t, int nhosts, FILE *f)
 	if (rc == -ENODEV) {
 		fprintf(f, " none: no NIC, this host cannot reach another one\n");
 		if (nhosts >= 2)
-			fprintf(f, "\nring through %d hosts like this one: none (no NIC); "
-				   "the ring stays inside each host\n", nhosts);
+			fprintf(f,
+				"\nring through %d hosts like this one: none (no NIC); "
+				"the ring stays inside each host\n",
+				nhosts);
 		rc = 0;
 		goto out_free;
 	}
@@ -174,7 +175,8 @@ static int write_decisions(const struct rw_topo *t, int nhosts, FILE *f)
 				hosts[h] = t;
 			rc = 0;
 		}
-		fprintf(f, "\nring through %d hosts like this one (channel 0 of %d):\n", nhosts, nch);
+		fprintf(f, "\nring through %d hosts like this one (channel 0 of %d):\n", nhosts,
+			nch);
 		if (!rc)
 			rc = rw_topo_multihost_ring(hosts, nhosts, 0, hops, max, &n);
 		for (int i = 0; !rc && i < n; i++) {
@@ -238,16 +240,20 @@ static int hostbridge(const struct rw_topo *t, int node)
 static void dot_device(const struct rw_topo *t, int kind, int i, FILE *f, const char *pad)
 {
 	if (kind == RW_TOPO_DEV_GPU) {
-		fprintf(f, "%sgpu%d [label=\"GPU %d\\n%s\\n%s\", shape=box, style=filled, "
-			   "fillcolor=\"#b7e07a\"];\n", pad, i, i, t->gpus[i].busid, t->gpus[i].model);
+		fprintf(f,
+			"%sgpu%d [label=\"GPU %d\\n%s\\n%s\", shape=box, style=filled, "
+			"fillcolor=\"#b7e07a\"];\n",
+			pad, i, i, t->gpus[i].busid, t->gpus[i].model);
 	} else {
 		char speed[32];
 
 		speed_str(t->nics[i].speed_mbps, speed, sizeof(speed));
-		fprintf(f, "%snic%d [label=\"%s\\n%s\\n%s %s\", shape=ellipse, style=filled, "
-			   "fillcolor=\"%s\"];\n", pad, i, t->nics[i].name,
-			t->nics[i].busid[0] ? t->nics[i].busid : "no PCI", kind_name(t->nics[i].kind),
-			speed, t->nics[i].kind == RW_TOPO_NIC_ETH ? "#dddddd" : "#9cc7f0");
+		fprintf(f,
+			"%snic%d [label=\"%s\\n%s\\n%s %s\", shape=ellipse, style=filled, "
+			"fillcolor=\"%s\"];\n",
+			pad, i, t->nics[i].name, t->nics[i].busid[0] ? t->nics[i].busid : "no PCI",
+			kind_name(t->nics[i].kind), speed,
+			t->nics[i].kind == RW_TOPO_NIC_ETH ? "#dddddd" : "#9cc7f0");
 	}
 }
 
@@ -266,8 +272,11 @@ static void dot_hostbridge(const struct rw_topo *t, int hb, FILE *f)
 				if (hostbridge(t, node) != hb || switch_of(t, node) != sw)
 					continue;
 				if (sw >= 0 && !open) {
-					fprintf(f, "      subgraph cluster_sw%d {\n        label=\"PCIe "
-						   "switch %s\"; style=rounded;\n", sw, t->pci[sw].busid);
+					fprintf(f,
+						"      subgraph cluster_sw%d {\n        "
+						"label=\"PCIe "
+						"switch %s\"; style=rounded;\n",
+						sw, t->pci[sw].busid);
 					open = true;
 				}
 				dot_device(t, k ? RW_TOPO_DEV_NIC : RW_TOPO_DEV_GPU, i, f,
@@ -299,16 +308,21 @@ static void dot_clusters(const struct rw_topo *t, FILE *f)
 				continue;
 			if (!open) {
 				if (k < t->nnuma)
-					fprintf(f, "  subgraph cluster_numa%d {\n    label=\"NUMA %d "
-						   "(%d cores)\"; style=filled; fillcolor=\"#f4f4f4\";\n",
+					fprintf(f,
+						"  subgraph cluster_numa%d {\n    label=\"NUMA %d "
+						"(%d cores)\"; style=filled; "
+						"fillcolor=\"#f4f4f4\";\n",
 						numa, numa, t->numa[k].ncores);
 				else
-					fprintf(f, "  subgraph cluster_numa_unknown {\n    label=\"NUMA "
+					fprintf(f, "  subgraph cluster_numa_unknown {\n    "
+						   "label=\"NUMA "
 						   "?\";\n");
 				open = true;
 			}
-			fprintf(f, "    subgraph cluster_hb%d {\n      label=\"host bridge %s\"; "
-				   "style=dashed;\n", hb, t->pci[hb].busid);
+			fprintf(f,
+				"    subgraph cluster_hb%d {\n      label=\"host bridge %s\"; "
+				"style=dashed;\n",
+				hb, t->pci[hb].busid);
 			dot_hostbridge(t, hb, f);
 			fprintf(f, "    }\n");
 		}
@@ -330,9 +344,10 @@ int rw_topo_write_dot(const struct rw_topo *t, FILE *f)
 		return -ENOMEM;
 	fprintf(f, "// ringway-topo: %s\n// render: dot -Tpng in.dot -o out.png (or -Tsvg)\n",
 		t->source);
-	fprintf(f, "digraph ringway {\n  graph [fontname=\"Helvetica\", compound=true, "
-		   "label=\"%s\", labelloc=t];\n  node [fontname=\"Helvetica\", fontsize=10];\n"
-		   "  edge [fontname=\"Helvetica\", fontsize=9];\n",
+	fprintf(f,
+		"digraph ringway {\n  graph [fontname=\"Helvetica\", compound=true, "
+		"label=\"%s\", labelloc=t];\n  node [fontname=\"Helvetica\", fontsize=10];\n"
+		"  edge [fontname=\"Helvetica\", fontsize=9];\n",
 		t->machine[0] ? t->machine : "ringway topology");
 	dot_clusters(t, f);
 	/* NVLinks */
@@ -341,33 +356,42 @@ int rw_topo_write_dot(const struct rw_topo *t, FILE *f)
 			float bw = t->nvl_bw[a * t->ngpus + b];
 
 			if (bw > 0)
-				fprintf(f, "  gpu%d -> gpu%d [dir=none, color=\"#76b900\", "
-					   "penwidth=%.1f, label=\"NVL %.0f\"];\n",
+				fprintf(f,
+					"  gpu%d -> gpu%d [dir=none, color=\"#76b900\", "
+					"penwidth=%.1f, label=\"NVL %.0f\"];\n",
 					a, b, 1.0f + bw / 25.0f, bw);
 		}
 	for (int a = 0; a < t->ngpus; a++)
 		if (t->nvs_bw[a] > 0)
-			fprintf(f, "  %sgpu%d -> nvswitch [dir=none, color=\"#76b900\", label=\"NVL %.0f\"];\n",
-				a == 0 || t->nvs_bw[a - 1] <= 0 ? "nvswitch [label=\"NVSwitch\", shape=hexagon];\n  " : "",
+			fprintf(f,
+				"  %sgpu%d -> nvswitch [dir=none, color=\"#76b900\", label=\"NVL "
+				"%.0f\"];\n",
+				a == 0 || t->nvs_bw[a - 1] <= 0
+					? "nvswitch [label=\"NVSwitch\", shape=hexagon];\n  "
+					: "",
 				a, t->nvs_bw[a]);
 	/* GPU -> NIC */
 	for (int i = 0; i < t->ngpus; i++) {
 		struct rw_topo_nic_choice c;
 
 		if (!rw_topo_nic_for_gpu(t, i, &c) && c.nic >= 0)
-			fprintf(f, "  gpu%d -> nic%d [style=dashed, color=\"#3973ac\", label=\"%s\"];\n",
+			fprintf(f,
+				"  gpu%d -> nic%d [style=dashed, color=\"#3973ac\", "
+				"label=\"%s\"];\n",
 				i, c.nic, rw_topo_path_name(c.path.type));
 	}
 	/* the ring (channel 0), leaving and entering through its NICs */
 	if (!rw_topo_ring_order(t, order, t->ngpus, &g) &&
 	    !rw_topo_channels(t, ch, RW_TOPO_MAX_CHANNELS, &nch)) {
 		for (int i = 0; i + 1 < g; i++)
-			fprintf(f, "  gpu%d -> gpu%d [color=red, penwidth=2, constraint=false, "
-				   "label=\"ring %d\"];\n", order[(ch[0].first + i) % g],
-				order[(ch[0].first + i + 1) % g], i);
+			fprintf(f,
+				"  gpu%d -> gpu%d [color=red, penwidth=2, constraint=false, "
+				"label=\"ring %d\"];\n",
+				order[(ch[0].first + i) % g], order[(ch[0].first + i + 1) % g], i);
 		if (g)
-			fprintf(f, "  nic%d -> gpu%d [color=red, penwidth=2, label=\"ring in\"];\n"
-				   "  gpu%d -> nic%d [color=red, penwidth=2, label=\"ring out\"];\n",
+			fprintf(f,
+				"  nic%d -> gpu%d [color=red, penwidth=2, label=\"ring in\"];\n"
+				"  gpu%d -> nic%d [color=red, penwidth=2, label=\"ring out\"];\n",
 				ch[0].nic_in, ch[0].gpu_in, ch[0].gpu_out, ch[0].nic_out);
 	} else if (g > 1) {
 		for (int i = 0; i < g; i++)

@@ -74,7 +74,7 @@ static int add_chain(struct rw_topo *t, const char *busid, int numa)
 	if (strncmp(path, "/sys/devices/", 13))
 		return -EINVAL;
 	for (c = strtok_r(path + 13, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		struct rw_topo_pci node = { .parent = parent, .numa = numa };
+		struct rw_topo_pci node = {.parent = parent, .numa = numa};
 		int idx;
 
 		if (parent < 0 && strncmp(c, "pci", 3))
@@ -87,7 +87,8 @@ static int add_chain(struct rw_topo *t, const char *busid, int numa)
 			if (parent < 0) {
 				node.kind = RW_TOPO_PCI_HOSTBRIDGE;
 			} else {
-				node.kind = strcmp(c, busid) ? RW_TOPO_PCI_BRIDGE : RW_TOPO_PCI_DEVICE;
+				node.kind =
+					strcmp(c, busid) ? RW_TOPO_PCI_BRIDGE : RW_TOPO_PCI_DEVICE;
 				node.link_gbps = link_gbps(t, c);
 				node.vendor = (unsigned)read_hex(t, c, "vendor");
 				node.device = (unsigned)read_hex(t, c, "device");
@@ -170,12 +171,13 @@ static int add_numa_nodes(struct rw_topo *t)
 	long threads = 1;
 	int rc = 0;
 
-	if (!rw_sysfs_read(t->sysfs_root, "sys/devices/system/cpu/cpu0/topology/thread_siblings_list",
-			   buf, sizeof(buf)))
+	if (!rw_sysfs_read(t->sysfs_root,
+			   "sys/devices/system/cpu/cpu0/topology/thread_siblings_list", buf,
+			   sizeof(buf)))
 		threads = RW_MAX(count_list(buf), 1);
 	if (rw_sysfs_list(t->sysfs_root, "sys/devices/system/node", &nodes) == 0) {
 		for (char **n = nodes; *n && !rc; n++) {
-			struct rw_topo_numa numa = { 0 };
+			struct rw_topo_numa numa = {0};
 
 			if (strncmp(*n, "node", 4) || sscanf(*n + 4, "%d", &numa.os_index) != 1)
 				continue;
@@ -191,7 +193,7 @@ static int add_numa_nodes(struct rw_topo *t)
 	}
 	if (!rc && !t->nnuma &&
 	    !rw_sysfs_read(t->sysfs_root, "sys/devices/system/cpu/online", buf, sizeof(buf))) {
-		struct rw_topo_numa numa = { .npus = count_list(buf) };
+		struct rw_topo_numa numa = {.npus = count_list(buf)};
 
 		numa.ncores = (int)(numa.npus / threads);
 		copy_cut(numa.cpus, sizeof(numa.cpus), buf);
@@ -208,7 +210,7 @@ static int add_gpus(struct rw_topo *t)
 	if (rc)
 		return rc == -ENOENT ? 0 : rc;
 	for (char **d = devs; *d && rc >= 0; d++) {
-		struct rw_topo_gpu gpu = { 0 };
+		struct rw_topo_gpu gpu = {0};
 		long cls = read_hex(t, *d, "class");
 
 		if (read_hex(t, *d, "vendor") != PCI_VENDOR_NVIDIA || cls < 0 ||
@@ -264,7 +266,7 @@ static int add_nics(struct rw_topo *t)
 
 	if (!rw_sysfs_list(t->sysfs_root, "sys/class/infiniband", &names)) {
 		for (char **n = names; *n && !rc; n++) {
-			struct rw_topo_nic nic = { .kind = RW_TOPO_NIC_ROCE };
+			struct rw_topo_nic nic = {.kind = RW_TOPO_NIC_ROCE};
 			char **ports = NULL, **nets = NULL;
 
 			snprintf(nic.ibdev, sizeof(nic.ibdev), "%s", *n);
@@ -277,7 +279,8 @@ static int add_nics(struct rw_topo *t)
 					nic.nports++;
 				rw_sysfs_list_free(ports);
 			}
-			snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/link_layer", *n);
+			snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/link_layer",
+				 *n);
 			if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf)) &&
 			    !strcmp(buf, "InfiniBand"))
 				nic.kind = RW_TOPO_NIC_IB;
@@ -293,14 +296,15 @@ static int add_nics(struct rw_topo *t)
 	}
 	if (!rc && !rw_sysfs_list(t->sysfs_root, "sys/class/net", &names)) {
 		for (char **n = names; *n && !rc; n++) {
-			struct rw_topo_nic nic = { .kind = RW_TOPO_NIC_ETH };
+			struct rw_topo_nic nic = {.kind = RW_TOPO_NIC_ETH};
 
 			snprintf(nic.netdev, sizeof(nic.netdev), "%s", *n);
 			snprintf(nic.name, sizeof(nic.name), "%s", *n);
 			snprintf(rel, sizeof(rel), "sys/class/net/%s", *n);
 			class_busid(t, rel, nic.busid, sizeof(nic.busid));
 			snprintf(rel, sizeof(rel), "sys/class/net/%s/address", *n);
-			if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf)) && strlen(buf) == 17)
+			if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf)) &&
+			    strlen(buf) == 17)
 				nic.guid = mac_to_u64(buf);
 			rc = add_nic(t, &nic);
 		}

@@ -15,7 +15,7 @@
 #define FAKE_NVML_MODE 0
 #endif
 
-#define NVML_ERROR_INVALID_ARGUMENT 2
+#define NVML_ERROR_INVALID_ARGUMENT  2
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
 
 struct fake_pci {
@@ -34,7 +34,7 @@ int nvmlDeviceGetNvLinkState(void *dev, unsigned link, int *active);
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(void *dev, unsigned link, struct fake_pci *pci);
 int nvmlDeviceGetNvLinkVersion(void *dev, unsigned link, unsigned *version);
 
-static const unsigned buses[] = { 0x1a, 0x1b, 0x3d, 0x3e };
+static const unsigned buses[] = {0x1a, 0x1b, 0x3d, 0x3e};
 
 static unsigned index_of(void *dev)
 {
@@ -61,7 +61,9 @@ int nvmlShutdown(void)
 
 const char *nvmlErrorString(int ret)
 {
-	return ret == NVML_ERROR_DRIVER_NOT_LOADED ? "Driver Not Loaded" : ret ? "Error" : "Success";
+	return ret == NVML_ERROR_DRIVER_NOT_LOADED ? "Driver Not Loaded"
+	       : ret				   ? "Error"
+						   : "Success";
 }
 
 int nvmlDeviceGetCount_v2(unsigned *count)

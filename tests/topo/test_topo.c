@@ -39,8 +39,8 @@ static struct rw_topo *load(const char *name)
 	snprintf(xml, sizeof(xml), "%s.xml", name);
 	snprintf(sys, sizeof(sys), "%s.sys", name);
 	if (stat(sys, &st) == 0)
-		assert_int_equal(rw_test_config(&cfg, (const char *const[]){
-							 "RINGWAY_SYSFS_ROOT", sys, NULL }),
+		assert_int_equal(rw_test_config(&cfg, (const char *const[]){"RINGWAY_SYSFS_ROOT",
+									    sys, NULL}),
 				 0);
 	else
 		rw_config_defaults(&cfg);
@@ -139,8 +139,8 @@ static void reports_match_goldens(void **state)
 static void hgx8_spreads_gpus_over_switch_nics(void **state)
 {
 	struct rw_topo *t = load("hgx8-2s-4sw");
-	const char *want[] = { "mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3",
-			       "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7" };
+	const char *want[] = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3",
+			      "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"};
 	struct rw_topo_nic_choice c;
 
 	(void)state;
@@ -190,10 +190,10 @@ static void hgx8_paths_and_bandwidth(void **state)
 static void hgx8_ring_channels_and_two_hosts(void **state)
 {
 	struct rw_topo *t = load("hgx8-2s-4sw");
-	const struct rw_topo *hosts[2] = { t, t };
+	const struct rw_topo *hosts[2] = {t, t};
 	struct rw_topo_channel ch[RW_TOPO_MAX_CHANNELS];
 	struct rw_topo_hop hops[16];
-	bool sends[16] = { 0 }, recvs[16] = { 0 };
+	bool sends[16] = {0}, recvs[16] = {0};
 	int order[8], n, nch;
 
 	(void)state;
@@ -310,19 +310,21 @@ static void down_port_is_not_chosen(void **state)
 		snprintf(path, sizeof(path), "mkdir -p %s/sys/class/infiniband/mlx5_%d/ports/1",
 			 root, n);
 		assert_int_equal(system(path), 0);
-		snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_%d/ports/1/state", root, n);
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_%d/ports/1/state", root,
+			 n);
 		f = fopen(path, "w");
 		assert_non_null(f);
 		fputs(n == 1 ? "1: DOWN\n" : "4: ACTIVE\n", f);
 		fclose(f);
-		snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_%d/ports/1/rate", root, n);
+		snprintf(path, sizeof(path), "%s/sys/class/infiniband/mlx5_%d/ports/1/rate", root,
+			 n);
 		f = fopen(path, "w");
 		assert_non_null(f);
 		fputs(n == 1 ? "10 Gb/sec (4X SDR)\n" : "200 Gb/sec (4X HDR)\n", f);
 		fclose(f);
 	}
-	assert_int_equal(rw_test_config(&cfg, (const char *const[]){ "RINGWAY_SYSFS_ROOT", root,
-								     NULL }), 0);
+	assert_int_equal(
+		rw_test_config(&cfg, (const char *const[]){"RINGWAY_SYSFS_ROOT", root, NULL}), 0);
 	assert_int_equal(rw_topo_create_from_xml(&cfg, "hgx8-2s-4sw.xml", &t), 0);
 	assert_int_equal(rw_topo_nic_get(t, rw_topo_nic_find(t, "mlx5_1"))->state,
 			 RW_TOPO_LINK_DOWN);
@@ -341,7 +343,7 @@ static void down_port_is_not_chosen(void **state)
 static void ring_follows_nvlink(void **state)
 {
 	struct rw_topo *t = load("dgx1v-nvlink");
-	const int want[8] = { 0, 3, 2, 1, 5, 6, 7, 4 }; /* all double links */
+	const int want[8] = {0, 3, 2, 1, 5, 6, 7, 4}; /* all double links */
 	struct rw_topo_path p;
 	int order[8], n;
 
@@ -362,7 +364,7 @@ static void ring_follows_nvlink(void **state)
 static void nvml_links_reorder_the_ring(void **state)
 {
 	struct rw_topo *t = load("gpu4-nic2");
-	const int want[4] = { 0, 1, 3, 2 }; /* 0-1 PIX, 1=3 NVL, 3-2 PIX, 2=0 NVL */
+	const int want[4] = {0, 1, 3, 2}; /* 0-1 PIX, 1=3 NVL, 3-2 PIX, 2=0 NVL */
 	struct rw_topo_path p;
 	int order[4], n;
 
@@ -407,7 +409,7 @@ static void nvml_missing_or_failing_is_a_note(void **state)
 static void host_without_nic(void **state)
 {
 	struct rw_topo *t = load("gpu2-nonic");
-	const struct rw_topo *hosts[2] = { t, t };
+	const struct rw_topo *hosts[2] = {t, t};
 	struct rw_topo_channel ch[4];
 	struct rw_topo_nic_choice c;
 	struct rw_topo_hop hops[8];
@@ -430,7 +432,7 @@ static void host_without_gpu(void **state)
 {
 	struct rw_topo *t = load("cpu-only");
 	struct rw_topo *g = load("hgx8-2s-4sw");
-	const struct rw_topo *hosts[3] = { g, t, g };
+	const struct rw_topo *hosts[3] = {g, t, g};
 	struct rw_topo_channel ch[4];
 	struct rw_topo_nic_choice c;
 	struct rw_topo_hop hops[32];
@@ -533,8 +535,9 @@ static void create_follows_topo_xml_param(void **state)
 	(void)state;
 	if (!RW_HAVE_HWLOC)
 		skip();
-	assert_int_equal(rw_test_config(&cfg, (const char *const[]){ "RINGWAY_TOPO_XML",
-								     "gpu4-nic2.xml", NULL }), 0);
+	assert_int_equal(rw_test_config(&cfg, (const char *const[]){"RINGWAY_TOPO_XML",
+								    "gpu4-nic2.xml", NULL}),
+			 0);
 	assert_int_equal(rw_topo_create(&cfg, &t), 0);
 	assert_string_equal(rw_topo_source(t), "hwloc XML gpu4-nic2.xml");
 	assert_int_equal(rw_topo_gpu_count(t), 4);
@@ -578,9 +581,12 @@ static void pci_dev(const char *root, const char *dir, const char *busid, const 
 {
 	char rel[PATH_MAX], target[PATH_MAX];
 	const char *files[][2] = {
-		{ "class", cls }, { "vendor", vendor }, { "device", "0x1db6\n" },
-		{ "numa_node", "-1\n" }, { "current_link_speed", "8.0 GT/s PCIe\n" },
-		{ "current_link_width", "16\n" },
+		{"class", cls},
+		{"vendor", vendor},
+		{"device", "0x1db6\n"},
+		{"numa_node", "-1\n"},
+		{"current_link_speed", "8.0 GT/s PCIe\n"},
+		{"current_link_width", "16\n"},
 	};
 
 	for (size_t i = 0; i < RW_ARRAY_SIZE(files); i++) {
@@ -629,8 +635,8 @@ static void sysfs_tree_discovery(void **state)
 	snprintf(dir, sizeof(dir), "../../devices/%s/net/ib0", nic);
 	link_to(root, "sys/class/net/ib0", dir);
 
-	assert_int_equal(rw_test_config(&cfg, (const char *const[]){ "RINGWAY_SYSFS_ROOT", root,
-								     NULL }), 0);
+	assert_int_equal(
+		rw_test_config(&cfg, (const char *const[]){"RINGWAY_SYSFS_ROOT", root, NULL}), 0);
 	assert_int_equal(rw_topo_create_from_sysfs(&cfg, &t), 0);
 	assert_int_equal(rw_topo_numa_count(t), 1);
 	assert_int_equal(rw_topo_numa_get(t, 0)->npus, 8);
@@ -641,7 +647,9 @@ static void sysfs_tree_discovery(void **state)
 	assert_int_equal(rw_topo_nic_get(t, 0)->kind, RW_TOPO_NIC_IB);
 	assert_int_equal(rw_topo_nic_get(t, 0)->speed_mbps, 100000);
 	assert_true(rw_topo_nic_get(t, 0)->guid == 0x0c42a10300345a10ull);
-	assert_string_equal(rw_topo_nic_get(t, 0)->pci_path, "/sys/devices/" "pci0000:00/"
+	assert_string_equal(rw_topo_nic_get(t, 0)->pci_path,
+			    "/sys/devices/"
+			    "pci0000:00/"
 			    "0000:00:01.0/0000:01:00.0/0000:02:02.0/0000:04:00.0");
 	assert_int_equal(rw_topo_nic_for_gpu(t, 0, &c), 0);
 	assert_int_equal(c.path.type, RW_TOPO_PATH_PIX);
@@ -654,8 +662,9 @@ static void sysfs_tree_discovery(void **state)
 
 	/* an empty root: nothing to build a topology from */
 	rw_test_log_expect("nothing found under");
-	assert_int_equal(rw_test_config(&cfg, (const char *const[]){ "RINGWAY_SYSFS_ROOT",
-								     "/nonexistent-root", NULL }), 0);
+	assert_int_equal(rw_test_config(&cfg, (const char *const[]){"RINGWAY_SYSFS_ROOT",
+								    "/nonexistent-root", NULL}),
+			 0);
 	assert_int_equal(rw_topo_create_from_sysfs(&cfg, &t), -EIO);
 }
 

@@ -18,8 +18,10 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ringway-topo [--xml FILE] [--dot FILE|-] [--hosts N] [--nvml LIB] [--params]\n"
-		"  --xml FILE   replay a machine saved by `lstopo --of xml` (else RINGWAY_TOPO_XML,\n"
+		"usage: ringway-topo [--xml FILE] [--dot FILE|-] [--hosts N] [--nvml LIB] "
+		"[--params]\n"
+		"  --xml FILE   replay a machine saved by `lstopo --of xml` (else "
+		"RINGWAY_TOPO_XML,\n"
 		"               else this machine)\n"
 		"  --dot FILE   also write a Graphviz picture to FILE ('-': only the picture, to\n"
 		"               stdout); render it with `dot -Tpng FILE -o topo.png` or -Tsvg\n"
@@ -32,13 +34,13 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "xml", required_argument, NULL, 'x' },
-		{ "dot", required_argument, NULL, 'd' },
-		{ "hosts", required_argument, NULL, 'n' },
-		{ "nvml", required_argument, NULL, 'm' },
-		{ "params", no_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"xml", required_argument, NULL, 'x'},
+		{"dot", required_argument, NULL, 'd'},
+		{"hosts", required_argument, NULL, 'n'},
+		{"nvml", required_argument, NULL, 'm'},
+		{"params", no_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *xml = NULL, *dot = NULL, *nvml = NULL;
 	struct rw_config cfg;
@@ -59,7 +61,8 @@ int main(int argc, char **argv)
 		case 'n':
 			hosts = atoi(optarg);
 			if (hosts < 1 || hosts > 1024) {
-				fprintf(stderr, "ringway-topo: --hosts %s: use 1 to 1024\n", optarg);
+				fprintf(stderr, "ringway-topo: --hosts %s: use 1 to 1024\n",
+					optarg);
 				return 2;
 			}
 			break;
@@ -107,7 +110,8 @@ int main(int argc, char **argv)
 				if (fclose(df) && !rc)
 					rc = -EIO;
 				if (!rc)
-					printf("\npicture: %s (dot -Tpng %s -o topo.png)\n", dot, dot);
+					printf("\npicture: %s (dot -Tpng %s -o topo.png)\n", dot,
+					       dot);
 			}
 		}
 	}
