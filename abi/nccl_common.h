@@ -17,14 +17,13 @@
 #include <stdint.h>
 
 /* A member of a plugin function table sits in slot `index` (8 bytes each). */
-#define RW_ABI_SLOT(type, member, index)                                     \
-	static_assert(offsetof(type, member) == 8 * (index),                 \
+#define RW_ABI_SLOT(type, member, index)                                                           \
+	static_assert(offsetof(type, member) == 8 * (index),                                       \
 		      #type "." #member " is not in slot " #index)
-#define RW_ABI_OFFSET(type, member, off)                                     \
-	static_assert(offsetof(type, member) == (off),                       \
-		      #type "." #member " is not at offset " #off)
-#define RW_ABI_SIZE(type, size)                                              \
-	static_assert(sizeof(type) == (size), "sizeof(" #type ") != " #size)
+#define RW_ABI_OFFSET(type, member, off)                                                           \
+	static_assert(offsetof(type, member) == (off), #type "." #member " is not at "             \
+									 "offset " #off)
+#define RW_ABI_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") != " #size)
 
 /* --- result codes -------------------------------------------------------- */
 
@@ -34,9 +33,9 @@ typedef enum {
 	ncclSystemError = 2,   /* network or system call failed */
 	ncclInternalError = 3, /* misuse by NCCL core, or a plugin bug */
 	ncclInvalidArgument = 4,
-	ncclInvalidUsage = 5,  /* user or configuration error */
-	ncclRemoteError = 6,   /* the peer went away or misbehaved */
-	ncclInProgress = 7,    /* public API only; a plugin never returns it */
+	ncclInvalidUsage = 5, /* user or configuration error */
+	ncclRemoteError = 6,  /* the peer went away or misbehaved */
+	ncclInProgress = 7,   /* public API only; a plugin never returns it */
 	ncclNumResults = 8
 } ncclResult_t;
 
@@ -110,15 +109,14 @@ typedef enum {
 	NCCL_REG = 0x2000,
 	NCCL_PROFILE = 0x4000,
 	NCCL_RAS = 0x8000,
-	NCCL_DESTROY = 0x10000,    /* 2.30 */
+	NCCL_DESTROY = 0x10000,	   /* 2.30 */
 	NCCL_ALLOC_HOST = 0x20000, /* 2.30 */
 	NCCL_ALL = ~0
 } ncclDebugLogSubSys;
 
 /* NCCL's logger.  `file` is printed only on WARN and TRACE lines. */
-typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags,
-				  const char *file, int line, const char *fmt,
-				  ...);
+typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char *file,
+				  int line, const char *fmt, ...);
 
 /* --- profiler callback (net v10+) ----------------------------------------- */
 
@@ -132,9 +130,8 @@ enum {
 /* pluginId: network type in the upper 16 bits, struct version in the low 16.
  * A Start call dereferences pHandle, which must be the phandle NCCL passed
  * to that isend/irecv; a plugin may ignore the callback altogether. */
-typedef ncclResult_t (*ncclProfilerCallback_t)(void **eHandle, int type,
-					       void *pHandle, int64_t pluginId,
-					       void *extData);
+typedef ncclResult_t (*ncclProfilerCallback_t)(void **eHandle, int type, void *pHandle,
+					       int64_t pluginId, void *extData);
 
 /* --- what ncclNetAttr_vN_t bitmasks refer to (bit = 1 << value) ------------ */
 
@@ -153,18 +150,18 @@ typedef enum {
 	ncclNumFuncs = 11
 } ncclFunc_t;
 
-#define NCCL_ALGO_UNDEF (-1)
-#define NCCL_ALGO_TREE 0
-#define NCCL_ALGO_RING 1
+#define NCCL_ALGO_UNDEF		 (-1)
+#define NCCL_ALGO_TREE		 0
+#define NCCL_ALGO_RING		 1
 #define NCCL_ALGO_COLLNET_DIRECT 2
-#define NCCL_ALGO_COLLNET_CHAIN 3
-#define NCCL_ALGO_NVLS 4
-#define NCCL_ALGO_NVLS_TREE 5
-#define NCCL_ALGO_PAT 6
+#define NCCL_ALGO_COLLNET_CHAIN	 3
+#define NCCL_ALGO_NVLS		 4
+#define NCCL_ALGO_NVLS_TREE	 5
+#define NCCL_ALGO_PAT		 6
 
-#define NCCL_PROTO_UNDEF (-1)
-#define NCCL_PROTO_LL 0
-#define NCCL_PROTO_LL128 1
+#define NCCL_PROTO_UNDEF  (-1)
+#define NCCL_PROTO_LL	  0
+#define NCCL_PROTO_LL128  1
 #define NCCL_PROTO_SIMPLE 2
 
 RW_ABI_SIZE(ncclResult_t, 4);

@@ -10,16 +10,16 @@
 #include "abi/nccl_common.h"
 
 /* Memory types: regMr's `type`, and the props.ptrSupport bitmask. */
-#define NCCL_PTR_HOST 0x1
-#define NCCL_PTR_CUDA 0x2
+#define NCCL_PTR_HOST	0x1
+#define NCCL_PTR_CUDA	0x2
 #define NCCL_PTR_DMABUF 0x4 /* v6+ */
 
 /* Bytes of the opaque listen handle NCCL ships to the peer (v5+). */
-#define NCCL_NET_HANDLE_MAXSIZE 128
+#define NCCL_NET_HANDLE_MAXSIZE	   128
 #define NCCL_NET_HANDLE_MAXSIZE_V4 64
 
 /* Requests each send/recv comm must accept in flight. */
-#define NCCL_NET_MAX_REQUESTS 32  /* v7+ */
+#define NCCL_NET_MAX_REQUESTS	 32 /* v7+ */
 #define NCCL_NET_MAX_REQUESTS_V6 8
 
 /*
@@ -28,19 +28,19 @@
  * *request with a real request or NULL.
  */
 #define NCCL_NET_OPTIONAL_RECV_COMPLETION 0x1
-#define NCCL_NET_MULTI_REQUEST 0x2 /* 2.28, unused by the 2.28.9 core */
+#define NCCL_NET_MULTI_REQUEST		  0x2 /* 2.28, unused by the 2.28.9 core */
 
 /* Upper bound NCCL accepts for props.maxP2pBytes / maxCollBytes (1 TiB). */
 #define NCCL_MAX_NET_SIZE_BYTES (1ull << 40)
 /* What NCCL's <= v8 shims assume for maxP2pBytes / maxCollBytes. */
-#define MAX_NET_SIZE (1ull << 30)
+#define MAX_NET_SIZE	 (1ull << 30)
 #define MAX_COLLNET_SIZE (1ull << 29)
 
-#define NCCL_NET_MAX_PLUGINS 16
-#define NCCL_NET_TRAFFIC_CLASS_UNDEF (-1) /* v10+ */
-#define NCCL_NET_ATTR_UNDEF (-1)          /* v11+ */
-#define NCCL_NET_ID_UNDEF (-1)            /* v12 railId / planeId */
-#define NCCL_NET_MR_FLAG_FORCE_SO (1 << 0) /* GIN only */
+#define NCCL_NET_MAX_PLUGINS	     16
+#define NCCL_NET_TRAFFIC_CLASS_UNDEF (-1)     /* v10+ */
+#define NCCL_NET_ATTR_UNDEF	     (-1)     /* v11+ */
+#define NCCL_NET_ID_UNDEF	     (-1)     /* v12 railId / planeId */
+#define NCCL_NET_MR_FLAG_FORCE_SO    (1 << 0) /* GIN only */
 
 /* --- device offload (v7+) ----------------------------------------------- */
 
@@ -52,8 +52,8 @@ typedef enum {
 } ncclNetDeviceType;
 
 #define NCCL_NET_DEVICE_INVALID_VERSION 0x0 /* the version to report with HOST */
-#define NCCL_NET_DEVICE_UNPACK_VERSION 0x7
-#define NCCL_NET_MTU_SIZE 4096
+#define NCCL_NET_DEVICE_UNPACK_VERSION	0x7
+#define NCCL_NET_MTU_SIZE		4096
 
 /* Written by a device-offload plugin in connect/accept; a HOST plugin
  * leaves NCCL's (NULL) pointer alone.  Same layout in v7..v12. */

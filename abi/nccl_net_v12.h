@@ -56,7 +56,7 @@ typedef struct {
 	size_t maxP2pBytes;
 	size_t maxCollBytes;
 	int maxMultiRequestSize;
-	int16_t railId;  /* NCCL_NET_ID_UNDEF if unknown */
+	int16_t railId;	 /* NCCL_NET_ID_UNDEF if unknown */
 	int16_t planeId; /* NCCL_NET_ID_UNDEF if unknown */
 } ncclNetProperties_v12_t;
 
@@ -68,38 +68,30 @@ typedef struct {
 
 typedef struct {
 	const char *name;
-	ncclResult_t (*init)(void **ctx, uint64_t commId,
-			     ncclNetCommConfig_v12_t *config,
-			     ncclDebugLogger_t logFunction,
-			     ncclProfilerCallback_t profFunction);
+	ncclResult_t (*init)(void **ctx, uint64_t commId, ncclNetCommConfig_v12_t *config,
+			     ncclDebugLogger_t logFunction, ncclProfilerCallback_t profFunction);
 	ncclResult_t (*devices)(int *ndev);
 	ncclResult_t (*getProperties)(int dev, ncclNetProperties_v12_t *props);
-	ncclResult_t (*listen)(void *ctx, int dev, void *handle,
-			       void **listenComm);
-	ncclResult_t (*connect)(void *ctx, int dev, void *handle,
-				void **sendComm,
+	ncclResult_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);
+	ncclResult_t (*connect)(void *ctx, int dev, void *handle, void **sendComm,
 				ncclNetDeviceHandle_v12_t **sendDevComm);
 	ncclResult_t (*accept)(void *listenComm, void **recvComm,
 			       ncclNetDeviceHandle_v12_t **recvDevComm);
-	ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type,
-			      void **mhandle);
-	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size,
-				    int type, uint64_t offset, int fd,
-				    void **mhandle);
+	ncclResult_t (*regMr)(void *comm, void *data, size_t size, int type, void **mhandle);
+	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset,
+				    int fd, void **mhandle);
 	ncclResult_t (*deregMr)(void *comm, void *mhandle);
-	ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag,
-			      void *mhandle, void *phandle, void **request);
-	ncclResult_t (*irecv)(void *recvComm, int n, void **data,
-			      size_t *sizes, int *tags, void **mhandles,
-			      void **phandles, void **request);
-	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes,
-			       void **mhandles, void **request);
+	ncclResult_t (*isend)(void *sendComm, void *data, size_t size, int tag, void *mhandle,
+			      void *phandle, void **request);
+	ncclResult_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, int *tags,
+			      void **mhandles, void **phandles, void **request);
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			       void **request);
 	ncclResult_t (*test)(void *request, int *done, int *sizes);
 	ncclResult_t (*closeSend)(void *sendComm);
 	ncclResult_t (*closeRecv)(void *recvComm);
 	ncclResult_t (*closeListen)(void *listenComm);
-	ncclResult_t (*getDeviceMr)(void *comm, void *mhandle,
-				    void **dptr_mhandle);
+	ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);
 	ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request);
 	ncclResult_t (*makeVDevice)(int *d, ncclNetVDeviceProps_v12_t *props);
 	ncclResult_t (*finalize)(void *ctx);
@@ -108,41 +100,29 @@ typedef struct {
 
 typedef struct {
 	const char *name;
-	ncclResult_t (*init)(void **ctx, uint64_t commId,
-			     ncclDebugLogger_t logFunction);
+	ncclResult_t (*init)(void **ctx, uint64_t commId, ncclDebugLogger_t logFunction);
 	ncclResult_t (*devices)(int *ndev);
 	ncclResult_t (*getProperties)(int dev, ncclNetProperties_v12_t *props);
-	ncclResult_t (*listen)(void *ctx, int dev, void *handle,
-			       void **listenComm);
-	ncclResult_t (*connect)(void *handles[], int nranks, int rank,
-				void *listenComm, void **collComm);
-	ncclResult_t (*reduceSupport)(ncclDataType_t dataType,
-				      ncclRedOp_t redOp, int *supported);
-	ncclResult_t (*regMr)(void *collComm, void *data, size_t size,
-			      int type, void **mhandle);
-	ncclResult_t (*regMrDmaBuf)(void *collComm, void *data, size_t size,
-				    int type, uint64_t offset, int fd,
-				    void **mhandle);
+	ncclResult_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);
+	ncclResult_t (*connect)(void *handles[], int nranks, int rank, void *listenComm,
+				void **collComm);
+	ncclResult_t (*reduceSupport)(ncclDataType_t dataType, ncclRedOp_t redOp, int *supported);
+	ncclResult_t (*regMr)(void *collComm, void *data, size_t size, int type, void **mhandle);
+	ncclResult_t (*regMrDmaBuf)(void *collComm, void *data, size_t size, int type,
+				    uint64_t offset, int fd, void **mhandle);
 	ncclResult_t (*deregMr)(void *collComm, void *mhandle);
-	ncclResult_t (*iallreduce)(void *collComm, void *sendData,
-				   void *recvData, size_t count,
-				   ncclDataType_t dataType, ncclRedOp_t redOp,
-				   void *sendMhandle, void *recvMhandle,
+	ncclResult_t (*iallreduce)(void *collComm, void *sendData, void *recvData, size_t count,
+				   ncclDataType_t dataType, ncclRedOp_t redOp, void *sendMhandle,
+				   void *recvMhandle, void **request);
+	ncclResult_t (*iallgather)(void *collComm, void *sendData, int nRecvParts,
+				   ncclNetSGE_v12_t *recvParts, size_t bytesPerRank,
+				   size_t windowOffset, size_t windowBytes, void *sendMhandle,
 				   void **request);
-	ncclResult_t (*iallgather)(void *collComm, void *sendData,
-				   int nRecvParts, ncclNetSGE_v12_t *recvParts,
-				   size_t bytesPerRank, size_t windowOffset,
-				   size_t windowBytes, void *sendMhandle,
-				   void **request);
-	ncclResult_t (*ireducescatter)(void *collComm, int nSendParts,
-				       ncclNetSGE_v12_t *sendParts,
-				       void *recvData, size_t bytesPerRank,
-				       size_t windowOffset, size_t windowBytes,
-				       ncclDataType_t dataType,
-				       ncclRedOp_t redOp, void *recvMhandle,
-				       void **request);
-	ncclResult_t (*iflush)(void *collComm, void *data, int size,
-			       void *mhandle, void **request);
+	ncclResult_t (*ireducescatter)(void *collComm, int nSendParts, ncclNetSGE_v12_t *sendParts,
+				       void *recvData, size_t bytesPerRank, size_t windowOffset,
+				       size_t windowBytes, ncclDataType_t dataType,
+				       ncclRedOp_t redOp, void *recvMhandle, void **request);
+	ncclResult_t (*iflush)(void *collComm, void *data, int size, void *mhandle, void **request);
 	ncclResult_t (*test)(void *request, int *done, int *size);
 	ncclResult_t (*closeColl)(void *collComm);
 	ncclResult_t (*closeListen)(void *listenComm);

@@ -13,11 +13,11 @@ typedef struct {
 	char *pciPath; /* sysfs PCI directory, or NULL */
 	uint64_t guid;
 	int ptrSupport; /* NCCL_PTR_* mask */
-	int speed;      /* Mbps */
+	int speed;	/* Mbps */
 	int port;
-	float latency;  /* us */
+	float latency; /* us */
 	int maxComms;
-	int maxRecvs;   /* most buffers one irecv takes */
+	int maxRecvs; /* most buffers one irecv takes */
 } ncclNetProperties_v6_t;
 
 typedef struct {
@@ -28,18 +28,16 @@ typedef struct {
 	ncclResult_t (*listen)(int dev, void *handle, void **listenComm);
 	ncclResult_t (*connect)(int dev, void *handle, void **sendComm);
 	ncclResult_t (*accept)(void *listenComm, void **recvComm);
-	ncclResult_t (*regMr)(void *comm, void *data, int size, int type,
-			      void **mhandle);
-	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size,
-				    int type, uint64_t offset, int fd,
-				    void **mhandle);
+	ncclResult_t (*regMr)(void *comm, void *data, int size, int type, void **mhandle);
+	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset,
+				    int fd, void **mhandle);
 	ncclResult_t (*deregMr)(void *comm, void *mhandle);
-	ncclResult_t (*isend)(void *sendComm, void *data, int size, int tag,
-			      void *mhandle, void **request);
-	ncclResult_t (*irecv)(void *recvComm, int n, void **data, int *sizes,
-			      int *tags, void **mhandles, void **request);
-	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes,
-			       void **mhandles, void **request);
+	ncclResult_t (*isend)(void *sendComm, void *data, int size, int tag, void *mhandle,
+			      void **request);
+	ncclResult_t (*irecv)(void *recvComm, int n, void **data, int *sizes, int *tags,
+			      void **mhandles, void **request);
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			       void **request);
 	ncclResult_t (*test)(void *request, int *done, int *sizes);
 	ncclResult_t (*closeSend)(void *sendComm);
 	ncclResult_t (*closeRecv)(void *recvComm);
@@ -54,23 +52,17 @@ typedef struct {
 	ncclResult_t (*listen)(int dev, void *handle, void **listenComm);
 	/* Collective over the heads of every node: handles[i] is node i's
 	 * listen handle.  Expected to finish, not polled. */
-	ncclResult_t (*connect)(void *handles[], int nranks, int rank,
-				void *listenComm, void **collComm);
-	ncclResult_t (*reduceSupport)(ncclDataType_t dataType,
-				      ncclRedOp_t redOp, int *supported);
-	ncclResult_t (*regMr)(void *collComm, void *data, int size, int type,
-			      void **mhandle);
-	ncclResult_t (*regMrDmaBuf)(void *collComm, void *data, size_t size,
-				    int type, uint64_t offset, int fd,
-				    void **mhandle);
+	ncclResult_t (*connect)(void *handles[], int nranks, int rank, void *listenComm,
+				void **collComm);
+	ncclResult_t (*reduceSupport)(ncclDataType_t dataType, ncclRedOp_t redOp, int *supported);
+	ncclResult_t (*regMr)(void *collComm, void *data, int size, int type, void **mhandle);
+	ncclResult_t (*regMrDmaBuf)(void *collComm, void *data, size_t size, int type,
+				    uint64_t offset, int fd, void **mhandle);
 	ncclResult_t (*deregMr)(void *collComm, void *mhandle);
-	ncclResult_t (*iallreduce)(void *collComm, void *sendData,
-				   void *recvData, int count,
-				   ncclDataType_t dataType, ncclRedOp_t redOp,
-				   void *sendMhandle, void *recvMhandle,
-				   void **request);
-	ncclResult_t (*iflush)(void *collComm, void *data, int size,
-			       void *mhandle, void **request);
+	ncclResult_t (*iallreduce)(void *collComm, void *sendData, void *recvData, int count,
+				   ncclDataType_t dataType, ncclRedOp_t redOp, void *sendMhandle,
+				   void *recvMhandle, void **request);
+	ncclResult_t (*iflush)(void *collComm, void *data, int size, void *mhandle, void **request);
 	ncclResult_t (*test)(void *request, int *done, int *size);
 	ncclResult_t (*closeColl)(void *collComm);
 	ncclResult_t (*closeListen)(void *listenComm);

@@ -34,24 +34,21 @@ typedef struct {
 				ncclNetDeviceHandle_v7_t **sendDevComm);
 	ncclResult_t (*accept)(void *listenComm, void **recvComm,
 			       ncclNetDeviceHandle_v7_t **recvDevComm);
-	ncclResult_t (*regMr)(void *comm, void *data, int size, int type,
-			      void **mhandle);
-	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size,
-				    int type, uint64_t offset, int fd,
-				    void **mhandle);
+	ncclResult_t (*regMr)(void *comm, void *data, int size, int type, void **mhandle);
+	ncclResult_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset,
+				    int fd, void **mhandle);
 	ncclResult_t (*deregMr)(void *comm, void *mhandle);
-	ncclResult_t (*isend)(void *sendComm, void *data, int size, int tag,
-			      void *mhandle, void **request);
-	ncclResult_t (*irecv)(void *recvComm, int n, void **data, int *sizes,
-			      int *tags, void **mhandles, void **request);
-	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes,
-			       void **mhandles, void **request);
+	ncclResult_t (*isend)(void *sendComm, void *data, int size, int tag, void *mhandle,
+			      void **request);
+	ncclResult_t (*irecv)(void *recvComm, int n, void **data, int *sizes, int *tags,
+			      void **mhandles, void **request);
+	ncclResult_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles,
+			       void **request);
 	ncclResult_t (*test)(void *request, int *done, int *sizes);
 	ncclResult_t (*closeSend)(void *sendComm);
 	ncclResult_t (*closeRecv)(void *recvComm);
 	ncclResult_t (*closeListen)(void *listenComm);
-	ncclResult_t (*getDeviceMr)(void *comm, void *mhandle,
-				    void **dptr_mhandle);
+	ncclResult_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);
 	ncclResult_t (*irecvConsumed)(void *recvComm, int n, void *request);
 } ncclNet_v7_t;
 
@@ -61,23 +58,17 @@ typedef struct {
 	ncclResult_t (*devices)(int *ndev);
 	ncclResult_t (*getProperties)(int dev, ncclNetProperties_v7_t *props);
 	ncclResult_t (*listen)(int dev, void *handle, void **listenComm);
-	ncclResult_t (*connect)(void *handles[], int nranks, int rank,
-				void *listenComm, void **collComm);
-	ncclResult_t (*reduceSupport)(ncclDataType_t dataType,
-				      ncclRedOp_t redOp, int *supported);
-	ncclResult_t (*regMr)(void *collComm, void *data, int size, int type,
-			      void **mhandle);
-	ncclResult_t (*regMrDmaBuf)(void *collComm, void *data, size_t size,
-				    int type, uint64_t offset, int fd,
-				    void **mhandle);
+	ncclResult_t (*connect)(void *handles[], int nranks, int rank, void *listenComm,
+				void **collComm);
+	ncclResult_t (*reduceSupport)(ncclDataType_t dataType, ncclRedOp_t redOp, int *supported);
+	ncclResult_t (*regMr)(void *collComm, void *data, int size, int type, void **mhandle);
+	ncclResult_t (*regMrDmaBuf)(void *collComm, void *data, size_t size, int type,
+				    uint64_t offset, int fd, void **mhandle);
 	ncclResult_t (*deregMr)(void *collComm, void *mhandle);
-	ncclResult_t (*iallreduce)(void *collComm, void *sendData,
-				   void *recvData, int count,
-				   ncclDataType_t dataType, ncclRedOp_t redOp,
-				   void *sendMhandle, void *recvMhandle,
-				   void **request);
-	ncclResult_t (*iflush)(void *collComm, void *data, int size,
-			       void *mhandle, void **request);
+	ncclResult_t (*iallreduce)(void *collComm, void *sendData, void *recvData, int count,
+				   ncclDataType_t dataType, ncclRedOp_t redOp, void *sendMhandle,
+				   void *recvMhandle, void **request);
+	ncclResult_t (*iflush)(void *collComm, void *data, int size, void *mhandle, void **request);
 	ncclResult_t (*test)(void *request, int *done, int *size);
 	ncclResult_t (*closeColl)(void *collComm);
 	ncclResult_t (*closeListen)(void *listenComm);

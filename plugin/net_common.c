@@ -45,8 +45,7 @@ ncclResult_t rw_abi_connect_legacy(int dev, void *handle, void **send_comm,
 
 /* --- v11/v12: a context per communicator ------------------------------------ */
 
-ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle,
-			       void **listen_comm)
+ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle, void **listen_comm)
 {
 	struct rw_plugin *p;
 	int rc;
@@ -57,8 +56,7 @@ ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle,
 	return rw_status_to_nccl(rc);
 }
 
-ncclResult_t rw_abi_connect_ctx(void *ctx, int dev, void *handle,
-				void **send_comm,
+ncclResult_t rw_abi_connect_ctx(void *ctx, int dev, void *handle, void **send_comm,
 				ncclNetDeviceHandle_v7_t **dev_comm)
 {
 	struct rw_plugin *p;
@@ -83,33 +81,27 @@ ncclResult_t rw_abi_accept_v6(void *listen_comm, void **recv_comm)
 	return rw_status_to_nccl(rw_plugin_accept(listen_comm, recv_comm));
 }
 
-ncclResult_t rw_abi_accept(void *listen_comm, void **recv_comm,
-			   ncclNetDeviceHandle_v7_t **dev_comm)
+ncclResult_t rw_abi_accept(void *listen_comm, void **recv_comm, ncclNetDeviceHandle_v7_t **dev_comm)
 {
 	(void)dev_comm;
 	return rw_status_to_nccl(rw_plugin_accept(listen_comm, recv_comm));
 }
 
-ncclResult_t rw_abi_reg_mr_int(void *comm, void *data, int size, int type,
-			       void **mhandle)
+ncclResult_t rw_abi_reg_mr_int(void *comm, void *data, int size, int type, void **mhandle)
 {
-	return rw_status_to_nccl(rw_plugin_reg_mr_int(comm, data, size, type,
-						      mhandle));
+	return rw_status_to_nccl(rw_plugin_reg_mr_int(comm, data, size, type, mhandle));
 }
 
-ncclResult_t rw_abi_reg_mr(void *comm, void *data, size_t size, int type,
-			   void **mhandle)
+ncclResult_t rw_abi_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
 {
-	return rw_status_to_nccl(rw_plugin_reg_mr(comm, data, size, type,
-						  mhandle));
+	return rw_status_to_nccl(rw_plugin_reg_mr(comm, data, size, type, mhandle));
 }
 
-ncclResult_t rw_abi_reg_mr_dmabuf(void *comm, void *data, size_t size,
-				  int type, uint64_t offset, int fd,
-				  void **mhandle)
+ncclResult_t rw_abi_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+				  int fd, void **mhandle)
 {
-	return rw_status_to_nccl(rw_plugin_reg_mr_dmabuf(comm, data, size, type,
-							 offset, fd, mhandle));
+	return rw_status_to_nccl(
+		rw_plugin_reg_mr_dmabuf(comm, data, size, type, offset, fd, mhandle));
 }
 
 ncclResult_t rw_abi_dereg_mr(void *comm, void *mhandle)
@@ -117,57 +109,51 @@ ncclResult_t rw_abi_dereg_mr(void *comm, void *mhandle)
 	return rw_status_to_nccl(rw_plugin_dereg_mr(comm, mhandle));
 }
 
-ncclResult_t rw_abi_isend_int(void *send_comm, void *data, int size, int tag,
-			      void *mhandle, void **request)
+ncclResult_t rw_abi_isend_int(void *send_comm, void *data, int size, int tag, void *mhandle,
+			      void **request)
 {
-	return rw_status_to_nccl(rw_plugin_isend_int(send_comm, data, size, tag,
-						     mhandle, request));
+	return rw_status_to_nccl(rw_plugin_isend_int(send_comm, data, size, tag, mhandle, request));
 }
 
-ncclResult_t rw_abi_isend(void *send_comm, void *data, size_t size, int tag,
-			  void *mhandle, void **request)
+ncclResult_t rw_abi_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			  void **request)
 {
-	return rw_status_to_nccl(rw_plugin_isend(send_comm, data, size, tag,
-						 mhandle, request));
+	return rw_status_to_nccl(rw_plugin_isend(send_comm, data, size, tag, mhandle, request));
 }
 
 /* phandle: NCCL's profiler handle; ringway emits no profiler events. */
-ncclResult_t rw_abi_isend_ph(void *send_comm, void *data, size_t size,
-			     int tag, void *mhandle, void *phandle,
-			     void **request)
+ncclResult_t rw_abi_isend_ph(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			     void *phandle, void **request)
 {
 	(void)phandle;
 	return rw_abi_isend(send_comm, data, size, tag, mhandle, request);
 }
 
-ncclResult_t rw_abi_irecv_int(void *recv_comm, int n, void **data,
-			      int *sizes, int *tags, void **mhandles,
-			      void **request)
+ncclResult_t rw_abi_irecv_int(void *recv_comm, int n, void **data, int *sizes, int *tags,
+			      void **mhandles, void **request)
 {
-	return rw_status_to_nccl(rw_plugin_irecv_int(recv_comm, n, data, sizes,
-						     tags, mhandles, request));
+	return rw_status_to_nccl(
+		rw_plugin_irecv_int(recv_comm, n, data, sizes, tags, mhandles, request));
 }
 
-ncclResult_t rw_abi_irecv(void *recv_comm, int n, void **data, size_t *sizes,
-			  int *tags, void **mhandles, void **request)
+ncclResult_t rw_abi_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+			  void **mhandles, void **request)
 {
-	return rw_status_to_nccl(rw_plugin_irecv(recv_comm, n, data, sizes,
-						 tags, mhandles, request));
+	return rw_status_to_nccl(
+		rw_plugin_irecv(recv_comm, n, data, sizes, tags, mhandles, request));
 }
 
-ncclResult_t rw_abi_irecv_ph(void *recv_comm, int n, void **data,
-			     size_t *sizes, int *tags, void **mhandles,
-			     void **phandles, void **request)
+ncclResult_t rw_abi_irecv_ph(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+			     void **mhandles, void **phandles, void **request)
 {
 	(void)phandles;
 	return rw_abi_irecv(recv_comm, n, data, sizes, tags, mhandles, request);
 }
 
-ncclResult_t rw_abi_iflush(void *recv_comm, int n, void **data, int *sizes,
-			   void **mhandles, void **request)
+ncclResult_t rw_abi_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+			   void **request)
 {
-	return rw_status_to_nccl(rw_plugin_iflush(recv_comm, n, data, sizes,
-						  mhandles, request));
+	return rw_status_to_nccl(rw_plugin_iflush(recv_comm, n, data, sizes, mhandles, request));
 }
 
 ncclResult_t rw_abi_test(void *request, int *done, int *sizes)

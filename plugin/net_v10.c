@@ -3,8 +3,7 @@
 #include "plugin/rw_plugin.h"
 
 /* The profiler callback is accepted and unused: ringway emits no events. */
-static ncclResult_t v10_init(ncclDebugLogger_t logger,
-			     ncclProfilerCallback_t prof)
+static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
 	(void)prof;
 	return rw_status_to_nccl(rw_plugin_init_legacy(10, logger));
@@ -15,17 +14,15 @@ static ncclResult_t v10_get_properties(int dev, ncclNetProperties_v10_t *props)
 	struct rw_net_props p;
 	int rc;
 
-	rc = props ? rw_plugin_props(dev, &p)
-		   : rw_plugin_bad_arg("getProperties", "props is NULL");
+	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
 	if (rc == 0)
 		rw_props_to_v10(&p, props);
 	return rw_status_to_nccl(rc);
 }
 
 /* The traffic class of config is not applied by the socket transport. */
-static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t *config,
-				void *handle, void **send_comm,
-				ncclNetDeviceHandle_v10_t **dev_comm)
+static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t *config, void *handle,
+				void **send_comm, ncclNetDeviceHandle_v10_t **dev_comm)
 {
 	(void)config;
 	return rw_abi_connect_legacy(dev, handle, send_comm, dev_comm);

@@ -6,16 +6,13 @@
 #include "plugin/rw_plugin.h"
 
 /* config points to NCCL's stack: the traffic class is copied. */
-static ncclResult_t v11_init(void **ctx, uint64_t comm_id,
-			     ncclNetCommConfig_v11_t *config,
-			     ncclDebugLogger_t logger,
-			     ncclProfilerCallback_t prof)
+static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *config,
+			     ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
 	int tc = config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
 
 	(void)prof;
-	return rw_status_to_nccl(rw_plugin_ctx_create(11, comm_id, tc, logger,
-						      ctx));
+	return rw_status_to_nccl(rw_plugin_ctx_create(11, comm_id, tc, logger, ctx));
 }
 
 static ncclResult_t v11_get_properties(int dev, ncclNetProperties_v11_t *props)
@@ -23,8 +20,7 @@ static ncclResult_t v11_get_properties(int dev, ncclNetProperties_v11_t *props)
 	struct rw_net_props p;
 	int rc;
 
-	rc = props ? rw_plugin_props(dev, &p)
-		   : rw_plugin_bad_arg("getProperties", "props is NULL");
+	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
 	if (rc == 0)
 		rw_props_to_v11(&p, props);
 	return rw_status_to_nccl(rc);
@@ -52,5 +48,5 @@ const ncclNet_v11_t ncclNetPlugin_v11 = {
 	.irecvConsumed = NULL, /* requests are recycled at test time */
 	.makeVDevice = NULL,   /* no NIC fusion yet */
 	.finalize = rw_abi_finalize,
-	.setNetAttr = NULL,    /* hints are optional; none used yet */
+	.setNetAttr = NULL, /* hints are optional; none used yet */
 };

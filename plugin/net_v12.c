@@ -2,16 +2,13 @@
 /* ncclNetPlugin_v12: NCCL 2.30; v11's calls with the wider v12 props. */
 #include "plugin/rw_plugin.h"
 
-static ncclResult_t v12_init(void **ctx, uint64_t comm_id,
-			     ncclNetCommConfig_v12_t *config,
-			     ncclDebugLogger_t logger,
-			     ncclProfilerCallback_t prof)
+static ncclResult_t v12_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
+			     ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
 	int tc = config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;
 
 	(void)prof;
-	return rw_status_to_nccl(rw_plugin_ctx_create(12, comm_id, tc, logger,
-						      ctx));
+	return rw_status_to_nccl(rw_plugin_ctx_create(12, comm_id, tc, logger, ctx));
 }
 
 static ncclResult_t v12_get_properties(int dev, ncclNetProperties_v12_t *props)
@@ -19,8 +16,7 @@ static ncclResult_t v12_get_properties(int dev, ncclNetProperties_v12_t *props)
 	struct rw_net_props p;
 	int rc;
 
-	rc = props ? rw_plugin_props(dev, &p)
-		   : rw_plugin_bad_arg("getProperties", "props is NULL");
+	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
 	if (rc == 0)
 		rw_props_to_v12(&p, props);
 	return rw_status_to_nccl(rc);
@@ -48,5 +44,5 @@ const ncclNet_v12_t ncclNetPlugin_v12 = {
 	.irecvConsumed = NULL, /* requests are recycled at test time */
 	.makeVDevice = NULL,   /* no NIC fusion yet */
 	.finalize = rw_abi_finalize,
-	.setNetAttr = NULL,    /* hints are optional; none used yet */
+	.setNetAttr = NULL, /* hints are optional; none used yet */
 };

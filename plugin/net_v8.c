@@ -12,8 +12,7 @@ static ncclResult_t v8_get_properties(int dev, ncclNetProperties_v8_t *props)
 	struct rw_net_props p;
 	int rc;
 
-	rc = props ? rw_plugin_props(dev, &p)
-		   : rw_plugin_bad_arg("getProperties", "props is NULL");
+	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
 	if (rc == 0)
 		rw_props_to_v8(&p, props);
 	return rw_status_to_nccl(rc);

@@ -26,14 +26,13 @@ int rw_plugin_bad_arg(const char *call, const char *what)
 	return -EINVAL;
 }
 
-static int get_comm(void *handle, enum rw_pcomm_kind kind, const char *call,
-		    struct rw_pcomm **out)
+static int get_comm(void *handle, enum rw_pcomm_kind kind, const char *call, struct rw_pcomm **out)
 {
 	struct rw_pcomm *pc = rw_pcomm_check(handle, kind);
 
 	if (!pc) {
-		RW_WARN(RW_LOG_NET, "NET/%s %s(comm=%p): not an open %s comm",
-			RW_PLUGIN_NAME, call, handle, kind_names[kind]);
+		RW_WARN(RW_LOG_NET, "NET/%s %s(comm=%p): not an open %s comm", RW_PLUGIN_NAME, call,
+			handle, kind_names[kind]);
 		return handle ? -EBADF : -EINVAL;
 	}
 	*out = pc;
@@ -59,8 +58,8 @@ static int get_data_comm(void *handle, const char *call, struct rw_pcomm **out)
 static int check_dev(const struct rw_plugin *p, int dev, const char *call)
 {
 	if (dev < 0 || dev >= p->ndev) {
-		RW_WARN(RW_LOG_NET, "NET/%s %s(dev=%d): ringway has %d device(s)",
-			RW_PLUGIN_NAME, call, dev, p->ndev);
+		RW_WARN(RW_LOG_NET, "NET/%s %s(dev=%d): ringway has %d device(s)", RW_PLUGIN_NAME,
+			call, dev, p->ndev);
 		return -EINVAL;
 	}
 	return 0;
@@ -68,8 +67,7 @@ static int check_dev(const struct rw_plugin *p, int dev, const char *call)
 
 /* --- connection setup ------------------------------------------------------ */
 
-int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle,
-		     void **listen_comm)
+int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle, void **listen_comm)
 {
 	struct rw_net_listen *l;
 	struct rw_pcomm *pc;
@@ -95,8 +93,7 @@ err_retire:
 	return rc;
 }
 
-int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle,
-		      void **send_comm)
+int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle, void **send_comm)
 {
 	struct rw_net_comm *c = NULL;
 	struct rw_pcomm *pc;
@@ -160,8 +157,7 @@ err_close:
 
 static int check_mr_type(const struct rw_pcomm *pc, int type, const char *call)
 {
-	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA &&
-	    type != NCCL_PTR_DMABUF)
+	if (type != NCCL_PTR_HOST && type != NCCL_PTR_CUDA && type != NCCL_PTR_DMABUF)
 		return rw_plugin_bad_arg(call, "type is not one NCCL_PTR_* value");
 	if (!(pc->ptr_support & type)) {
 		RW_WARN(RW_LOG_NET, "NET/%s %s(type=%#x): device %d supports only %#x",
@@ -171,8 +167,7 @@ static int check_mr_type(const struct rw_pcomm *pc, int type, const char *call)
 	return 0;
 }
 
-int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type,
-		     void **mhandle)
+int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle)
 {
 	struct rw_net_mr *mr;
 	struct rw_pcomm *pc;
@@ -193,16 +188,15 @@ int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type,
 	return 0;
 }
 
-int rw_plugin_reg_mr_int(void *comm, void *data, int size, int type,
-			 void **mhandle)
+int rw_plugin_reg_mr_int(void *comm, void *data, int size, int type, void **mhandle)
 {
 	if (size < 0)
 		return rw_plugin_bad_arg("regMr", "negative size");
 	return rw_plugin_reg_mr(comm, data, (size_t)size, type, mhandle);
 }
 
-int rw_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
-			    uint64_t offset, int fd, void **mhandle)
+int rw_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+			    void **mhandle)
 {
 	struct rw_net_mr *mr;
 	struct rw_pcomm *pc;
@@ -238,8 +232,8 @@ int rw_plugin_dereg_mr(void *comm, void *mhandle)
 
 /* --- data path ------------------------------------------------------------- */
 
-int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag,
-		    void *mhandle, void **request)
+int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+		    void **request)
 {
 	struct rw_net_req *req = NULL;
 	struct rw_pcomm *pc;
@@ -260,20 +254,19 @@ int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag,
 	return 0;
 }
 
-int rw_plugin_isend_int(void *send_comm, void *data, int size, int tag,
-			void *mhandle, void **request)
+int rw_plugin_isend_int(void *send_comm, void *data, int size, int tag, void *mhandle,
+			void **request)
 {
 	if (size < 0) {
 		if (request)
 			*request = NULL;
 		return rw_plugin_bad_arg("isend", "negative size");
 	}
-	return rw_plugin_isend(send_comm, data, (size_t)size, tag, mhandle,
-			       request);
+	return rw_plugin_isend(send_comm, data, (size_t)size, tag, mhandle, request);
 }
 
-int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
-		    const int *tags, void **mhandles, void **request)
+int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
+		    void **mhandles, void **request)
 {
 	struct rw_net_mr *mrs[RW_NET_MAX_RECVS];
 	struct rw_net_req *req = NULL;
@@ -299,8 +292,8 @@ int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
 	return 0;
 }
 
-int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes,
-			const int *tags, void **mhandles, void **request)
+int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes, const int *tags,
+			void **mhandles, void **request)
 {
 	size_t wide[RW_NET_MAX_RECVS];
 
@@ -317,12 +310,11 @@ int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes,
 		}
 		wide[i] = (size_t)sizes[i];
 	}
-	return rw_plugin_irecv(recv_comm, n, data, wide, tags, mhandles,
-			       request);
+	return rw_plugin_irecv(recv_comm, n, data, wide, tags, mhandles, request);
 }
 
-int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes,
-		     void **mhandles, void **request)
+int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes, void **mhandles,
+		     void **request)
 {
 	struct rw_net_mr *mrs[RW_NET_MAX_RECVS];
 	struct rw_net_req *req = NULL;
@@ -371,7 +363,8 @@ int rw_plugin_test(void *request, int *done, int *sizes)
 		for (size_t i = 0; i < RW_ARRAY_SIZE(got) && got[i] != SIZE_MAX; i++) {
 			if (got[i] > INT_MAX) {
 				RW_WARN(RW_LOG_NET,
-					"NET/%s test: %zu bytes received do not fit the ABI's int size",
+					"NET/%s test: %zu bytes received do not fit the ABI's int "
+					"size",
 					RW_PLUGIN_NAME, got[i]);
 				return -EOVERFLOW;
 			}

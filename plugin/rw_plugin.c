@@ -38,15 +38,14 @@ static_assert(RW_NET_ID_UNDEF == NCCL_NET_ID_UNDEF, "undefined ids differ");
  */
 static struct {
 	pthread_mutex_t lock;
-	struct rw_plugin *plugin;  /* lock */
-	ncclDebugLogger_t logger;  /* written under lock, read atomically */
-} g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct rw_plugin *plugin; /* lock */
+	ncclDebugLogger_t logger; /* written under lock, read atomically */
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* --- logging ------------------------------------------------------------- */
 
-static void nccl_log_sink(void *arg, enum rw_log_level level,
-			  unsigned long flags, const char *file, int line,
-			  const char *msg)
+static void nccl_log_sink(void *arg, enum rw_log_level level, unsigned long flags, const char *file,
+			  int line, const char *msg)
 {
 	ncclDebugLogger_t logger = __atomic_load_n(&g.logger, __ATOMIC_ACQUIRE);
 
@@ -64,19 +63,16 @@ static void install_logger(ncclDebugLogger_t logger)
 	rw_log_set_sink(nccl_log_sink, NULL);
 }
 
-static void describe_device(const struct rw_net_props *pr, char *buf,
-			    size_t len)
+static void describe_device(const struct rw_net_props *pr, char *buf, size_t len)
 {
 	const char *bdf = pr->pci_path ? strrchr(pr->pci_path, '/') : NULL;
 
 	if (bdf)
-		snprintf(buf, len, "%s (%s, %d Mbps)", pr->name, bdf + 1,
-			 pr->speed_mbps);
+		snprintf(buf, len, "%s (%s, %d Mbps)", pr->name, bdf + 1, pr->speed_mbps);
 	else if (strncmp(pr->name, "lo", 2) == 0)
 		snprintf(buf, len, "%s (loopback)", pr->name);
 	else
-		snprintf(buf, len, "%s (no PCI device, %d Mbps)", pr->name,
-			 pr->speed_mbps);
+		snprintf(buf, len, "%s (no PCI device, %d Mbps)", pr->name, pr->speed_mbps);
 }
 
 /* The one startup line, tagged INIT so plain NCCL_DEBUG=INFO shows it. */
@@ -90,16 +86,14 @@ static void announce(const struct rw_plugin *p)
 		int n;
 
 		describe_device(&p->props[d], one, sizeof(one));
-		n = snprintf(devs + used, sizeof(devs) - used, "%s%s",
-			     d ? ", " : "", one);
+		n = snprintf(devs + used, sizeof(devs) - used, "%s%s", d ? ", " : "", one);
 		if (n < 0)
 			break;
 		used += (size_t)n;
 	}
 	RW_INFO(RW_LOG_INIT | RW_LOG_NET,
-		"ringway %s: NET/%s ABI v%d, transport %s, %d device(s): %s",
-		RW_VERSION_STRING, RW_PLUGIN_NAME, p->abi_version,
-		rw_net_name(p->net), p->ndev, devs);
+		"ringway %s: NET/%s ABI v%d, transport %s, %d device(s): %s", RW_VERSION_STRING,
+		RW_PLUGIN_NAME, p->abi_version, rw_net_name(p->net), p->ndev, devs);
 }
 
 /* --- creation and destruction -------------------------------------------- */
@@ -119,9 +113,8 @@ static int load_props(struct rw_plugin *p, int dev, struct rw_net_props *pr)
 	if (rc)
 		return rc;
 	if (!pr->name || !pr->name[0]) {
-		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
-			"transport %s: device %d has no name", rw_net_name(p->net),
-			dev);
+		RW_WARN(RW_LOG_INIT | RW_LOG_NET, "transport %s: device %d has no name",
+			rw_net_name(p->net), dev);
 		return -EINVAL;
 	}
 	if (pr->speed_mbps <= 0)
@@ -171,8 +164,7 @@ static void plugin_destroy(struct rw_plugin *p)
 		}
 	}
 	if (left)
-		RW_WARN(RW_LOG_NET, "finalize: %d comm(s) were still open; closed them",
-			left);
+		RW_WARN(RW_LOG_NET, "finalize: %d comm(s) were still open; closed them", left);
 	for (pc = p->pcomms; pc; pc = next) {
 		next = pc->next_all;
 		free(pc);
@@ -183,8 +175,7 @@ static void plugin_destroy(struct rw_plugin *p)
 }
 
 /* Called with g.lock held: the plugin, created if this is the first init. */
-static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger,
-				struct rw_plugin **out)
+static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struct rw_plugin **out)
 {
 	struct rw_plugin *p;
 	int rc;
@@ -325,8 +316,8 @@ int rw_plugin_ctx_destroy(void *ctx)
 	link = find_ctx(ctx);
 	if (!link) {
 		pthread_mutex_unlock(&g.lock);
-		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
-			"finalize(ctx=%p): not a live ringway context", ctx);
+		RW_WARN(RW_LOG_INIT | RW_LOG_NET, "finalize(ctx=%p): not a live ringway context",
+			ctx);
 		return -EINVAL;
 	}
 	c = *link;
@@ -347,8 +338,7 @@ int rw_plugin_from_ctx(void *ctx, const char *call, struct rw_plugin **out)
 		*out = (*link)->plugin;
 	pthread_mutex_unlock(&g.lock);
 	if (!link) {
-		RW_WARN(RW_LOG_NET, "%s(ctx=%p): not a live ringway context",
-			call, ctx);
+		RW_WARN(RW_LOG_NET, "%s(ctx=%p): not a live ringway context", call, ctx);
 		return -EINVAL;
 	}
 	return 0;
@@ -399,8 +389,8 @@ int rw_plugin_props(int dev, struct rw_net_props *out)
 		return -EINVAL;
 	}
 	if (dev < 0 || dev >= p->ndev) {
-		RW_WARN(RW_LOG_NET, "getProperties(dev=%d): ringway has %d device(s)",
-			dev, p->ndev);
+		RW_WARN(RW_LOG_NET, "getProperties(dev=%d): ringway has %d device(s)", dev,
+			p->ndev);
 		return -EINVAL;
 	}
 	*out = p->props[dev];
@@ -409,8 +399,7 @@ int rw_plugin_props(int dev, struct rw_net_props *out)
 
 /* --- wrappers ------------------------------------------------------------ */
 
-int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev,
-		   struct rw_pcomm **out)
+int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev, struct rw_pcomm **out)
 {
 	struct rw_pcomm *pc;
 

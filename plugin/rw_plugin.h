@@ -55,17 +55,17 @@ struct rw_plugin_ctx {
 
 /** The process-wide plugin state; see the file comment. */
 struct rw_plugin {
-	struct rw_config cfg;          /**< loaded once; immutable */
-	struct rw_net *net;            /**< the transport instance */
+	struct rw_config cfg; /**< loaded once; immutable */
+	struct rw_net *net;   /**< the transport instance */
 	int ndev;
-	struct rw_net_props *props;    /**< ndev entries, fixed up at create */
-	int abi_version;               /**< of the first init */
-	int refs;                      /**< contexts alive (plugin lock) */
-	struct rw_plugin_ctx *ctxs;    /**< v11/v12 contexts (plugin lock) */
-	int legacy_ready;              /**< a v6..v10 init ran (plugin lock) */
-	struct rw_plugin_ctx legacy;   /**< the context of v6..v10 */
-	struct rw_pcomm *pcomms;       /**< every wrapper (plugin lock) */
-	struct rw_pcomm *free_pcomms;  /**< closed ones, to reuse */
+	struct rw_net_props *props;   /**< ndev entries, fixed up at create */
+	int abi_version;	      /**< of the first init */
+	int refs;		      /**< contexts alive (plugin lock) */
+	struct rw_plugin_ctx *ctxs;   /**< v11/v12 contexts (plugin lock) */
+	int legacy_ready;	      /**< a v6..v10 init ran (plugin lock) */
+	struct rw_plugin_ctx legacy;  /**< the context of v6..v10 */
+	struct rw_pcomm *pcomms;      /**< every wrapper (plugin lock) */
+	struct rw_pcomm *free_pcomms; /**< closed ones, to reuse */
 };
 
 enum rw_pcomm_kind {
@@ -78,16 +78,16 @@ enum rw_pcomm_kind {
 /** What NCCL holds as a listenComm, sendComm or recvComm. */
 struct rw_pcomm {
 	uint32_t magic;
-	int kind;                    /**< enum rw_pcomm_kind, atomic */
+	int kind; /**< enum rw_pcomm_kind, atomic */
 	struct rw_plugin *plugin;
 	int dev;
-	int ptr_support;             /**< the device's RW_PTR_* mask */
+	int ptr_support; /**< the device's RW_PTR_* mask */
 	union {
 		struct rw_net_listen *listen;
 		struct rw_net_comm *comm;
 	} u;
-	struct rw_pcomm *next_all;   /**< plugin->pcomms */
-	struct rw_pcomm *next_free;  /**< plugin->free_pcomms */
+	struct rw_pcomm *next_all;  /**< plugin->pcomms */
+	struct rw_pcomm *next_free; /**< plugin->free_pcomms */
 };
 
 /* --- status (rw_status.c) -------------------------------------------------- */
@@ -135,32 +135,28 @@ int rw_plugin_bad_arg(const char *call, const char *what);
 int rw_plugin_devices(int *ndev);
 /** Fixed-up properties of dev (strings owned by the transport). */
 int rw_plugin_props(int dev, struct rw_net_props *out);
-int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle,
-		     void **listen_comm);
-int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle,
-		      void **send_comm);
+int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle, void **listen_comm);
+int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle, void **send_comm);
 int rw_plugin_accept(void *listen_comm, void **recv_comm);
-int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type,
-		     void **mhandle);
+int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
 /** v6/v7 regMr: int size. */
-int rw_plugin_reg_mr_int(void *comm, void *data, int size, int type,
-			 void **mhandle);
-int rw_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type,
-			    uint64_t offset, int fd, void **mhandle);
+int rw_plugin_reg_mr_int(void *comm, void *data, int size, int type, void **mhandle);
+int rw_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+			    void **mhandle);
 int rw_plugin_dereg_mr(void *comm, void *mhandle);
 /** *request is always overwritten: a request, or NULL (try again). */
-int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag,
-		    void *mhandle, void **request);
+int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+		    void **request);
 /** v6..v8 isend: int size. */
-int rw_plugin_isend_int(void *send_comm, void *data, int size, int tag,
-			void *mhandle, void **request);
-int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
-		    const int *tags, void **mhandles, void **request);
+int rw_plugin_isend_int(void *send_comm, void *data, int size, int tag, void *mhandle,
+			void **request);
+int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
+		    void **mhandles, void **request);
 /** v6..v8 irecv: int sizes. */
-int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes,
-			const int *tags, void **mhandles, void **request);
-int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes,
-		     void **mhandles, void **request);
+int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes, const int *tags,
+			void **mhandles, void **request);
+int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes, void **mhandles,
+		     void **request);
 /** sizes may be NULL; received sizes that do not fit an int fail. */
 int rw_plugin_test(void *request, int *done, int *sizes);
 int rw_plugin_close_send(void *send_comm);
@@ -174,42 +170,34 @@ int rw_plugin_close_listen(void *listen_comm);
  */
 ncclResult_t rw_abi_devices(int *ndev);
 ncclResult_t rw_abi_listen_legacy(int dev, void *handle, void **listen_comm);
-ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle,
-			       void **listen_comm);
+ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle, void **listen_comm);
 ncclResult_t rw_abi_connect_v6(int dev, void *handle, void **send_comm);
 ncclResult_t rw_abi_connect_legacy(int dev, void *handle, void **send_comm,
 				   ncclNetDeviceHandle_v7_t **dev_comm);
-ncclResult_t rw_abi_connect_ctx(void *ctx, int dev, void *handle,
-				void **send_comm,
+ncclResult_t rw_abi_connect_ctx(void *ctx, int dev, void *handle, void **send_comm,
 				ncclNetDeviceHandle_v7_t **dev_comm);
 ncclResult_t rw_abi_accept_v6(void *listen_comm, void **recv_comm);
 ncclResult_t rw_abi_accept(void *listen_comm, void **recv_comm,
 			   ncclNetDeviceHandle_v7_t **dev_comm);
-ncclResult_t rw_abi_reg_mr_int(void *comm, void *data, int size, int type,
-			       void **mhandle);
-ncclResult_t rw_abi_reg_mr(void *comm, void *data, size_t size, int type,
-			   void **mhandle);
-ncclResult_t rw_abi_reg_mr_dmabuf(void *comm, void *data, size_t size,
-				  int type, uint64_t offset, int fd,
-				  void **mhandle);
+ncclResult_t rw_abi_reg_mr_int(void *comm, void *data, int size, int type, void **mhandle);
+ncclResult_t rw_abi_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
+ncclResult_t rw_abi_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+				  int fd, void **mhandle);
 ncclResult_t rw_abi_dereg_mr(void *comm, void *mhandle);
-ncclResult_t rw_abi_isend_int(void *send_comm, void *data, int size, int tag,
-			      void *mhandle, void **request);
-ncclResult_t rw_abi_isend(void *send_comm, void *data, size_t size, int tag,
-			  void *mhandle, void **request);
-ncclResult_t rw_abi_isend_ph(void *send_comm, void *data, size_t size,
-			     int tag, void *mhandle, void *phandle,
-			     void **request);
-ncclResult_t rw_abi_irecv_int(void *recv_comm, int n, void **data,
-			      int *sizes, int *tags, void **mhandles,
+ncclResult_t rw_abi_isend_int(void *send_comm, void *data, int size, int tag, void *mhandle,
 			      void **request);
-ncclResult_t rw_abi_irecv(void *recv_comm, int n, void **data, size_t *sizes,
-			  int *tags, void **mhandles, void **request);
-ncclResult_t rw_abi_irecv_ph(void *recv_comm, int n, void **data,
-			     size_t *sizes, int *tags, void **mhandles,
-			     void **phandles, void **request);
-ncclResult_t rw_abi_iflush(void *recv_comm, int n, void **data, int *sizes,
-			   void **mhandles, void **request);
+ncclResult_t rw_abi_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			  void **request);
+ncclResult_t rw_abi_isend_ph(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+			     void *phandle, void **request);
+ncclResult_t rw_abi_irecv_int(void *recv_comm, int n, void **data, int *sizes, int *tags,
+			      void **mhandles, void **request);
+ncclResult_t rw_abi_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+			  void **mhandles, void **request);
+ncclResult_t rw_abi_irecv_ph(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+			     void **mhandles, void **phandles, void **request);
+ncclResult_t rw_abi_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+			   void **request);
 ncclResult_t rw_abi_test(void *request, int *done, int *sizes);
 ncclResult_t rw_abi_close_send(void *send_comm);
 ncclResult_t rw_abi_close_recv(void *recv_comm);
@@ -219,8 +207,7 @@ ncclResult_t rw_abi_finalize(void *ctx);
 /* --- wrappers (rw_plugin.c) -------------------------------------------------- */
 
 /** A wrapper for a new comm of plugin p (plugin lock taken inside). */
-int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev,
-		   struct rw_pcomm **out);
+int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev, struct rw_pcomm **out);
 /** Mark closed and keep for reuse; the transport object is already gone. */
 void rw_pcomm_retire(struct rw_pcomm *pc);
 /**

@@ -21,8 +21,7 @@ static char *abi_str(const char *s)
 static int vdev_count(const struct rw_net_props *in, int max)
 {
 	if (in->vdev_ndevs > max) {
-		RW_WARN_ONCE(RW_LOG_NET,
-			     "device %s fuses %d devices; this ABI version reports %d",
+		RW_WARN_ONCE(RW_LOG_NET, "device %s fuses %d devices; this ABI version reports %d",
 			     in->name, in->vdev_ndevs, max);
 		return max;
 	}

@@ -26,10 +26,10 @@ ncclResult_t rw_status_to_nccl(int rc)
 	 */
 	case ECONNRESET:   /* the peer reset the connection (it died) */
 	case ECONNREFUSED: /* nobody listens at the handle's address any more */
-	case EPIPE:        /* wrote to a connection the peer had closed */
-	case ETIMEDOUT:    /* the peer stayed silent for RINGWAY_TIMEOUT_MS */
+	case EPIPE:	   /* wrote to a connection the peer had closed */
+	case ETIMEDOUT:	   /* the peer stayed silent for RINGWAY_TIMEOUT_MS */
 	case ECONNABORTED: /* the connection was aborted during setup */
-	case EPROTO:       /* the peer spoke garbage (bad magic, version, size) */
+	case EPROTO:	   /* the peer spoke garbage (bad magic, version, size) */
 	case EHOSTUNREACH: /* no route to the peer's host */
 	case ENETUNREACH:  /* no route to the peer's network */
 		return ncclRemoteError;
@@ -40,10 +40,10 @@ ncclResult_t rw_status_to_nccl(int rc)
 	 * the device cannot register, or posted a receive smaller than the
 	 * matching send.  Retrying cannot help; this is a bug upstream.
 	 */
-	case EINVAL:    /* bad argument: device index, NULL pointer, n, type */
-	case EBADF:     /* closed comm, or a listen comm used as a send comm */
-	case ENOTSUP:   /* an operation or memory type this device lacks */
-	case EMSGSIZE:  /* the message is larger than the posted receive */
+	case EINVAL:	/* bad argument: device index, NULL pointer, n, type */
+	case EBADF:	/* closed comm, or a listen comm used as a send comm */
+	case ENOTSUP:	/* an operation or memory type this device lacks */
+	case EMSGSIZE:	/* the message is larger than the posted receive */
 	case EOVERFLOW: /* a size that does not fit this ABI version's int */
 		return ncclInternalError;
 

@@ -5,8 +5,8 @@
  *
  * The h_*() calls flatten one ncclNet_vN_t into version-independent calls
  * (harness_bind.c) so one driver exercises v6..v12: sizes are size_t here
- * and become int for the versions that take int.  Properties are read into struct h_props, which has
- * every field of every version, with `version` telling which exist.
+ * and become int for the versions that take int.  Properties are read into struct h_props, which
+ * has every field of every version, with `version` telling which exist.
  *
  * Everything that touches the plugin runs in a forked child (the plugin
  * starts threads; the cmocka parent stays clean).  Children report through
@@ -25,24 +25,24 @@
 #include "common/rw_common.h"
 
 #define H_FIRST_VERSION 6
-#define H_LAST_VERSION 12
+#define H_LAST_VERSION	12
 
-#define H_CHILD_TIMEOUT_S 150   /* per test, all its children together */
-#define H_STEP_TIMEOUT_MS 60000 /* one connect, accept or transfer */
-#define H_DEV 0                 /* RINGWAY_SOCKET_IFNAME=lo: the only one */
-#define H_TAG 1                 /* the "rank" every sender claims */
-#define H_BIG (64u << 20)       /* the largest message */
+#define H_CHILD_TIMEOUT_S 150	      /* per test, all its children together */
+#define H_STEP_TIMEOUT_MS 60000	      /* one connect, accept or transfer */
+#define H_DEV		  0	      /* RINGWAY_SOCKET_IFNAME=lo: the only one */
+#define H_TAG		  1	      /* the "rank" every sender claims */
+#define H_BIG		  (64u << 20) /* the largest message */
 
-#define H_CHECK(cond, ...)                                                   \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", \
-				(int)getpid(), __FILE__, __LINE__, #cond);   \
-			fprintf(stderr, __VA_ARGS__);                        \
-			fputc('\n', stderr);                                 \
-			fflush(stderr);                                      \
-			_exit(1);                                            \
-		}                                                            \
+#define H_CHECK(cond, ...)                                                                         \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", (int)getpid(),       \
+				__FILE__, __LINE__, #cond);                                        \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			fflush(stderr);                                                            \
+			_exit(1);                                                                  \
+		}                                                                                  \
 	} while (0)
 
 /* Every field of every props version; `version` says which are real. */
@@ -52,8 +52,8 @@ struct h_props {
 	const char *pci_path;
 	uint64_t guid;
 	int ptr_support;
-	int reg_is_global;   /* v8+ */
-	int force_flush;     /* v9+ */
+	int reg_is_global; /* v8+ */
+	int force_flush;   /* v9+ */
 	int speed;
 	int port;
 	float latency;
@@ -61,13 +61,13 @@ struct h_props {
 	int max_recvs;
 	int net_device_type; /* v7+ */
 	int net_device_version;
-	int vndevs;          /* v9+ */
+	int vndevs; /* v9+ */
 	int vdevs[NCCL_NET_MAX_DEVS_PER_NIC_V12];
-	int vdevs_cap;       /* 4 or 8 */
+	int vdevs_cap; /* 4 or 8 */
 	size_t max_p2p_bytes;
 	size_t max_coll_bytes;
 	int max_multi_request_size; /* v11+ */
-	int rail_id;         /* v12 */
+	int rail_id;		    /* v12 */
 	int plane_id;
 };
 
@@ -93,12 +93,10 @@ int h_connect(void *ctx, int dev, void *handle, void **send_comm);
 int h_accept(void *listen_comm, void **recv_comm);
 int h_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
 int h_dereg_mr(void *comm, void *mhandle);
-int h_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+int h_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle, void **request);
+int h_irecv(void *recv_comm, int n, void **data, const size_t *sizes, int *tags, void **mhandles,
 	    void **request);
-int h_irecv(void *recv_comm, int n, void **data, const size_t *sizes,
-	    int *tags, void **mhandles, void **request);
-int h_iflush(void *recv_comm, int n, void **data, int *sizes,
-	     void **mhandles, void **request);
+int h_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles, void **request);
 int h_test(void *request, int *done, int *sizes);
 int h_close_send(void *send_comm);
 int h_close_recv(void *recv_comm);
@@ -108,7 +106,7 @@ int h_close_listen(void *listen_comm);
 struct h_log {
 	int warns;
 	int infos;
-	int startup_lines;            /* "ringway X: NET/ringway ABI vN, ..." */
+	int startup_lines; /* "ringway X: NET/ringway ABI vN, ..." */
 	unsigned long startup_flags;
 	char startup[1024];
 	char last_warn[1024];
@@ -118,8 +116,8 @@ extern struct h_log h_log;
 extern const char *h_plugin_path;
 
 /** The logger handed to init (ncclDebugLogger_t). */
-void h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
-	      int line, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+	      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /** dlopen the plugin as NCCL does (RTLD_NOW | RTLD_LOCAL). */
 void *h_open(void);
@@ -163,13 +161,12 @@ void *h_alloc(size_t len);
 void h_poll_connect(void *ctx, void *handle, void **send_comm);
 void h_poll_accept(void *listen_comm, void **recv_comm);
 /** listen on ctx_listen, then connect (ctx_connect) and accept in turn. */
-void h_self_connect(void *ctx_listen, void *ctx_connect, void **listen_comm,
-		    void **send_comm, void **recv_comm);
+void h_self_connect(void *ctx_listen, void *ctx_connect, void **listen_comm, void **send_comm,
+		    void **recv_comm);
 /** isend / irecv until the plugin takes the request; checks *request was
  *  overwritten (the 0x1 hint included). */
 void *h_post_send(void *send_comm, void *data, size_t len, void *mhandle);
-void *h_post_recv(void *recv_comm, int n, void **data, const size_t *caps,
-		  void **mhandles);
+void *h_post_recv(void *recv_comm, int n, void **data, const size_t *caps, void **mhandles);
 /** test until done; sizes may be NULL. */
 void h_wait_req(void *request, int *sizes, const char *what);
 

@@ -29,8 +29,8 @@ static uint64_t next_comm_id = 0xc0ffee0000000001ull;
 
 /* --- logger and profiler given to init ------------------------------------ */
 
-void h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
-	      int line, const char *fmt, ...)
+void h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+	      const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -41,8 +41,7 @@ void h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 	if (level == NCCL_LOG_WARN) {
 		h_log.warns++;
 		snprintf(h_log.last_warn, sizeof(h_log.last_warn), "%s", msg);
-		fprintf(stderr, "[pid %d] plugin WARN %s:%d %s\n", (int)getpid(),
-			file, line, msg);
+		fprintf(stderr, "[pid %d] plugin WARN %s:%d %s\n", (int)getpid(), file, line, msg);
 	} else if (level == NCCL_LOG_INFO) {
 		h_log.infos++;
 		if (strstr(msg, ": NET/ringway ABI v")) {
@@ -54,8 +53,8 @@ void h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 }
 
 /* ringway emits no profiler events: being called is a failure. */
-static ncclResult_t h_profiler(void **eHandle, int type, void *pHandle,
-			       int64_t pluginId, void *extData)
+static ncclResult_t h_profiler(void **eHandle, int type, void *pHandle, int64_t pluginId,
+			       void *extData)
 {
 	(void)eHandle, (void)pHandle, (void)pluginId, (void)extData;
 	H_CHECK(0, "profiler callback called (type %d)", type);
@@ -91,19 +90,26 @@ const void *h_table(void)
 
 int h_init(void **ctx)
 {
-	ncclNetCommConfig_v11_t c11 = { .trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF };
-	ncclNetCommConfig_v12_t c12 = { .trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF };
+	ncclNetCommConfig_v11_t c11 = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
+	ncclNetCommConfig_v12_t c12 = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
 
 	if (h_version <= 10 && ctx)
 		*ctx = NULL;
 	switch (h_version) {
-	case 6: return t.v6->init(h_logger);
-	case 7: return t.v7->init(h_logger);
-	case 8: return t.v8->init(h_logger);
-	case 9: return t.v9->init(h_logger);
-	case 10: return t.v10->init(h_logger, h_profiler);
-	case 11: return t.v11->init(ctx, next_comm_id++, &c11, h_logger, h_profiler);
-	case 12: return t.v12->init(ctx, next_comm_id++, &c12, h_logger, h_profiler);
+	case 6:
+		return t.v6->init(h_logger);
+	case 7:
+		return t.v7->init(h_logger);
+	case 8:
+		return t.v8->init(h_logger);
+	case 9:
+		return t.v9->init(h_logger);
+	case 10:
+		return t.v10->init(h_logger, h_profiler);
+	case 11:
+		return t.v11->init(ctx, next_comm_id++, &c11, h_logger, h_profiler);
+	case 12:
+		return t.v12->init(ctx, next_comm_id++, &c12, h_logger, h_profiler);
 	}
 	H_CHECK(0, "no version bound");
 	return -1;
@@ -112,8 +118,10 @@ int h_init(void **ctx)
 int h_finalize(void *ctx)
 {
 	switch (h_version) {
-	case 11: return t.v11->finalize(ctx);
-	case 12: return t.v12->finalize(ctx);
+	case 11:
+		return t.v11->finalize(ctx);
+	case 12:
+		return t.v12->finalize(ctx);
 	}
 	H_CHECK(0, "v%d has no finalize", h_version);
 	return -1;
@@ -122,13 +130,20 @@ int h_finalize(void *ctx)
 int h_devices(int *ndev)
 {
 	switch (h_version) {
-	case 6: return t.v6->devices(ndev);
-	case 7: return t.v7->devices(ndev);
-	case 8: return t.v8->devices(ndev);
-	case 9: return t.v9->devices(ndev);
-	case 10: return t.v10->devices(ndev);
-	case 11: return t.v11->devices(ndev);
-	case 12: return t.v12->devices(ndev);
+	case 6:
+		return t.v6->devices(ndev);
+	case 7:
+		return t.v7->devices(ndev);
+	case 8:
+		return t.v8->devices(ndev);
+	case 9:
+		return t.v9->devices(ndev);
+	case 10:
+		return t.v10->devices(ndev);
+	case 11:
+		return t.v11->devices(ndev);
+	case 12:
+		return t.v12->devices(ndev);
 	}
 	return -1;
 }
@@ -137,30 +152,30 @@ int h_devices(int *ndev)
 
 #define H_GARBAGE 0xa5
 
-#define H_COPY_COMMON(o, p)                                                   \
-	do {                                                                  \
-		(o)->name = (p).name;                                         \
-		(o)->pci_path = (p).pciPath;                                  \
-		(o)->guid = (p).guid;                                         \
-		(o)->ptr_support = (p).ptrSupport;                            \
-		(o)->speed = (p).speed;                                       \
-		(o)->port = (p).port;                                         \
-		(o)->latency = (p).latency;                                   \
-		(o)->max_comms = (p).maxComms;                                \
-		(o)->max_recvs = (p).maxRecvs;                                \
+#define H_COPY_COMMON(o, p)                                                                        \
+	do {                                                                                       \
+		(o)->name = (p).name;                                                              \
+		(o)->pci_path = (p).pciPath;                                                       \
+		(o)->guid = (p).guid;                                                              \
+		(o)->ptr_support = (p).ptrSupport;                                                 \
+		(o)->speed = (p).speed;                                                            \
+		(o)->port = (p).port;                                                              \
+		(o)->latency = (p).latency;                                                        \
+		(o)->max_comms = (p).maxComms;                                                     \
+		(o)->max_recvs = (p).maxRecvs;                                                     \
 	} while (0)
 
-#define H_COPY_V9(o, p, cap)                                                  \
-	do {                                                                  \
-		(o)->reg_is_global = (p).regIsGlobal;                         \
-		(o)->force_flush = (p).forceFlush;                            \
-		(o)->net_device_type = (int)(p).netDeviceType;                \
-		(o)->net_device_version = (p).netDeviceVersion;               \
-		(o)->vndevs = (p).vProps.ndevs;                               \
-		(o)->vdevs_cap = (cap);                                       \
-		memcpy((o)->vdevs, (p).vProps.devs, sizeof((p).vProps.devs)); \
-		(o)->max_p2p_bytes = (p).maxP2pBytes;                         \
-		(o)->max_coll_bytes = (p).maxCollBytes;                       \
+#define H_COPY_V9(o, p, cap)                                                                       \
+	do {                                                                                       \
+		(o)->reg_is_global = (p).regIsGlobal;                                              \
+		(o)->force_flush = (p).forceFlush;                                                 \
+		(o)->net_device_type = (int)(p).netDeviceType;                                     \
+		(o)->net_device_version = (p).netDeviceVersion;                                    \
+		(o)->vndevs = (p).vProps.ndevs;                                                    \
+		(o)->vdevs_cap = (cap);                                                            \
+		memcpy((o)->vdevs, (p).vProps.devs, sizeof((p).vProps.devs));                      \
+		(o)->max_p2p_bytes = (p).maxP2pBytes;                                              \
+		(o)->max_coll_bytes = (p).maxCollBytes;                                            \
 	} while (0)
 
 int h_props(int dev, struct h_props *o)
@@ -246,13 +261,20 @@ int h_props(int dev, struct h_props *o)
 int h_props_null(int dev)
 {
 	switch (h_version) {
-	case 6: return t.v6->getProperties(dev, NULL);
-	case 7: return t.v7->getProperties(dev, NULL);
-	case 8: return t.v8->getProperties(dev, NULL);
-	case 9: return t.v9->getProperties(dev, NULL);
-	case 10: return t.v10->getProperties(dev, NULL);
-	case 11: return t.v11->getProperties(dev, NULL);
-	case 12: return t.v12->getProperties(dev, NULL);
+	case 6:
+		return t.v6->getProperties(dev, NULL);
+	case 7:
+		return t.v7->getProperties(dev, NULL);
+	case 8:
+		return t.v8->getProperties(dev, NULL);
+	case 9:
+		return t.v9->getProperties(dev, NULL);
+	case 10:
+		return t.v10->getProperties(dev, NULL);
+	case 11:
+		return t.v11->getProperties(dev, NULL);
+	case 12:
+		return t.v12->getProperties(dev, NULL);
 	}
 	return -1;
 }
@@ -262,31 +284,51 @@ int h_props_null(int dev)
 int h_listen(void *ctx, int dev, void *handle, void **lc)
 {
 	switch (h_version) {
-	case 6: return t.v6->listen(dev, handle, lc);
-	case 7: return t.v7->listen(dev, handle, lc);
-	case 8: return t.v8->listen(dev, handle, lc);
-	case 9: return t.v9->listen(dev, handle, lc);
-	case 10: return t.v10->listen(dev, handle, lc);
-	case 11: return t.v11->listen(ctx, dev, handle, lc);
-	case 12: return t.v12->listen(ctx, dev, handle, lc);
+	case 6:
+		return t.v6->listen(dev, handle, lc);
+	case 7:
+		return t.v7->listen(dev, handle, lc);
+	case 8:
+		return t.v8->listen(dev, handle, lc);
+	case 9:
+		return t.v9->listen(dev, handle, lc);
+	case 10:
+		return t.v10->listen(dev, handle, lc);
+	case 11:
+		return t.v11->listen(ctx, dev, handle, lc);
+	case 12:
+		return t.v12->listen(ctx, dev, handle, lc);
 	}
 	return -1;
 }
 
 int h_connect(void *ctx, int dev, void *handle, void **sc)
 {
-	ncclNetCommConfig_v10_t c10 = { .trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF };
+	ncclNetCommConfig_v10_t c10 = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
 	ncclNetDeviceHandle_v7_t *devh = NULL;
 	int rc = -1;
 
 	switch (h_version) {
-	case 6: return t.v6->connect(dev, handle, sc);
-	case 7: rc = t.v7->connect(dev, handle, sc, &devh); break;
-	case 8: rc = t.v8->connect(dev, handle, sc, &devh); break;
-	case 9: rc = t.v9->connect(dev, handle, sc, &devh); break;
-	case 10: rc = t.v10->connect(dev, &c10, handle, sc, &devh); break;
-	case 11: rc = t.v11->connect(ctx, dev, handle, sc, &devh); break;
-	case 12: rc = t.v12->connect(ctx, dev, handle, sc, &devh); break;
+	case 6:
+		return t.v6->connect(dev, handle, sc);
+	case 7:
+		rc = t.v7->connect(dev, handle, sc, &devh);
+		break;
+	case 8:
+		rc = t.v8->connect(dev, handle, sc, &devh);
+		break;
+	case 9:
+		rc = t.v9->connect(dev, handle, sc, &devh);
+		break;
+	case 10:
+		rc = t.v10->connect(dev, &c10, handle, sc, &devh);
+		break;
+	case 11:
+		rc = t.v11->connect(ctx, dev, handle, sc, &devh);
+		break;
+	case 12:
+		rc = t.v12->connect(ctx, dev, handle, sc, &devh);
+		break;
 	}
 	H_CHECK(devh == NULL, "connect wrote a device handle (%p)", (void *)devh);
 	return rc;
@@ -298,13 +340,26 @@ int h_accept(void *lc, void **rc_out)
 	int rc = -1;
 
 	switch (h_version) {
-	case 6: return t.v6->accept(lc, rc_out);
-	case 7: rc = t.v7->accept(lc, rc_out, &devh); break;
-	case 8: rc = t.v8->accept(lc, rc_out, &devh); break;
-	case 9: rc = t.v9->accept(lc, rc_out, &devh); break;
-	case 10: rc = t.v10->accept(lc, rc_out, &devh); break;
-	case 11: rc = t.v11->accept(lc, rc_out, &devh); break;
-	case 12: rc = t.v12->accept(lc, rc_out, &devh); break;
+	case 6:
+		return t.v6->accept(lc, rc_out);
+	case 7:
+		rc = t.v7->accept(lc, rc_out, &devh);
+		break;
+	case 8:
+		rc = t.v8->accept(lc, rc_out, &devh);
+		break;
+	case 9:
+		rc = t.v9->accept(lc, rc_out, &devh);
+		break;
+	case 10:
+		rc = t.v10->accept(lc, rc_out, &devh);
+		break;
+	case 11:
+		rc = t.v11->accept(lc, rc_out, &devh);
+		break;
+	case 12:
+		rc = t.v12->accept(lc, rc_out, &devh);
+		break;
 	}
 	H_CHECK(devh == NULL, "accept wrote a device handle (%p)", (void *)devh);
 	return rc;
@@ -316,13 +371,20 @@ int h_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 {
 	H_CHECK(size <= INT_MAX, "harness: %zu bytes do not fit v6/v7 regMr", size);
 	switch (h_version) {
-	case 6: return t.v6->regMr(comm, data, (int)size, type, mh);
-	case 7: return t.v7->regMr(comm, data, (int)size, type, mh);
-	case 8: return t.v8->regMr(comm, data, size, type, mh);
-	case 9: return t.v9->regMr(comm, data, size, type, mh);
-	case 10: return t.v10->regMr(comm, data, size, type, mh);
-	case 11: return t.v11->regMr(comm, data, size, type, mh);
-	case 12: return t.v12->regMr(comm, data, size, type, mh);
+	case 6:
+		return t.v6->regMr(comm, data, (int)size, type, mh);
+	case 7:
+		return t.v7->regMr(comm, data, (int)size, type, mh);
+	case 8:
+		return t.v8->regMr(comm, data, size, type, mh);
+	case 9:
+		return t.v9->regMr(comm, data, size, type, mh);
+	case 10:
+		return t.v10->regMr(comm, data, size, type, mh);
+	case 11:
+		return t.v11->regMr(comm, data, size, type, mh);
+	case 12:
+		return t.v12->regMr(comm, data, size, type, mh);
 	}
 	return -1;
 }
@@ -330,13 +392,20 @@ int h_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 int h_dereg_mr(void *comm, void *mh)
 {
 	switch (h_version) {
-	case 6: return t.v6->deregMr(comm, mh);
-	case 7: return t.v7->deregMr(comm, mh);
-	case 8: return t.v8->deregMr(comm, mh);
-	case 9: return t.v9->deregMr(comm, mh);
-	case 10: return t.v10->deregMr(comm, mh);
-	case 11: return t.v11->deregMr(comm, mh);
-	case 12: return t.v12->deregMr(comm, mh);
+	case 6:
+		return t.v6->deregMr(comm, mh);
+	case 7:
+		return t.v7->deregMr(comm, mh);
+	case 8:
+		return t.v8->deregMr(comm, mh);
+	case 9:
+		return t.v9->deregMr(comm, mh);
+	case 10:
+		return t.v10->deregMr(comm, mh);
+	case 11:
+		return t.v11->deregMr(comm, mh);
+	case 12:
+		return t.v12->deregMr(comm, mh);
 	}
 	return -1;
 }
@@ -347,19 +416,25 @@ int h_isend(void *sc, void *data, size_t size, int tag, void *mh, void **req)
 {
 	H_CHECK(size <= INT_MAX, "harness: %zu bytes do not fit an int size", size);
 	switch (h_version) {
-	case 6: return t.v6->isend(sc, data, (int)size, tag, mh, req);
-	case 7: return t.v7->isend(sc, data, (int)size, tag, mh, req);
-	case 8: return t.v8->isend(sc, data, (int)size, tag, mh, req);
-	case 9: return t.v9->isend(sc, data, size, tag, mh, req);
-	case 10: return t.v10->isend(sc, data, size, tag, mh, NULL, req);
-	case 11: return t.v11->isend(sc, data, size, tag, mh, NULL, req);
-	case 12: return t.v12->isend(sc, data, size, tag, mh, NULL, req);
+	case 6:
+		return t.v6->isend(sc, data, (int)size, tag, mh, req);
+	case 7:
+		return t.v7->isend(sc, data, (int)size, tag, mh, req);
+	case 8:
+		return t.v8->isend(sc, data, (int)size, tag, mh, req);
+	case 9:
+		return t.v9->isend(sc, data, size, tag, mh, req);
+	case 10:
+		return t.v10->isend(sc, data, size, tag, mh, NULL, req);
+	case 11:
+		return t.v11->isend(sc, data, size, tag, mh, NULL, req);
+	case 12:
+		return t.v12->isend(sc, data, size, tag, mh, NULL, req);
 	}
 	return -1;
 }
 
-int h_irecv(void *rc, int n, void **data, const size_t *sizes, int *tags,
-	    void **mhs, void **req)
+int h_irecv(void *rc, int n, void **data, const size_t *sizes, int *tags, void **mhs, void **req)
 {
 	size_t wide[64];
 	int narrow[64];
@@ -370,13 +445,20 @@ int h_irecv(void *rc, int n, void **data, const size_t *sizes, int *tags,
 		narrow[i] = sizes[i] > INT_MAX ? INT_MAX : (int)sizes[i];
 	}
 	switch (h_version) {
-	case 6: return t.v6->irecv(rc, n, data, narrow, tags, mhs, req);
-	case 7: return t.v7->irecv(rc, n, data, narrow, tags, mhs, req);
-	case 8: return t.v8->irecv(rc, n, data, narrow, tags, mhs, req);
-	case 9: return t.v9->irecv(rc, n, data, wide, tags, mhs, req);
-	case 10: return t.v10->irecv(rc, n, data, wide, tags, mhs, NULL, req);
-	case 11: return t.v11->irecv(rc, n, data, wide, tags, mhs, NULL, req);
-	case 12: return t.v12->irecv(rc, n, data, wide, tags, mhs, NULL, req);
+	case 6:
+		return t.v6->irecv(rc, n, data, narrow, tags, mhs, req);
+	case 7:
+		return t.v7->irecv(rc, n, data, narrow, tags, mhs, req);
+	case 8:
+		return t.v8->irecv(rc, n, data, narrow, tags, mhs, req);
+	case 9:
+		return t.v9->irecv(rc, n, data, wide, tags, mhs, req);
+	case 10:
+		return t.v10->irecv(rc, n, data, wide, tags, mhs, NULL, req);
+	case 11:
+		return t.v11->irecv(rc, n, data, wide, tags, mhs, NULL, req);
+	case 12:
+		return t.v12->irecv(rc, n, data, wide, tags, mhs, NULL, req);
 	}
 	return -1;
 }
@@ -384,13 +466,20 @@ int h_irecv(void *rc, int n, void **data, const size_t *sizes, int *tags,
 int h_iflush(void *rc, int n, void **data, int *sizes, void **mhs, void **req)
 {
 	switch (h_version) {
-	case 6: return t.v6->iflush(rc, n, data, sizes, mhs, req);
-	case 7: return t.v7->iflush(rc, n, data, sizes, mhs, req);
-	case 8: return t.v8->iflush(rc, n, data, sizes, mhs, req);
-	case 9: return t.v9->iflush(rc, n, data, sizes, mhs, req);
-	case 10: return t.v10->iflush(rc, n, data, sizes, mhs, req);
-	case 11: return t.v11->iflush(rc, n, data, sizes, mhs, req);
-	case 12: return t.v12->iflush(rc, n, data, sizes, mhs, req);
+	case 6:
+		return t.v6->iflush(rc, n, data, sizes, mhs, req);
+	case 7:
+		return t.v7->iflush(rc, n, data, sizes, mhs, req);
+	case 8:
+		return t.v8->iflush(rc, n, data, sizes, mhs, req);
+	case 9:
+		return t.v9->iflush(rc, n, data, sizes, mhs, req);
+	case 10:
+		return t.v10->iflush(rc, n, data, sizes, mhs, req);
+	case 11:
+		return t.v11->iflush(rc, n, data, sizes, mhs, req);
+	case 12:
+		return t.v12->iflush(rc, n, data, sizes, mhs, req);
 	}
 	return -1;
 }
@@ -398,13 +487,20 @@ int h_iflush(void *rc, int n, void **data, int *sizes, void **mhs, void **req)
 int h_test(void *req, int *done, int *sizes)
 {
 	switch (h_version) {
-	case 6: return t.v6->test(req, done, sizes);
-	case 7: return t.v7->test(req, done, sizes);
-	case 8: return t.v8->test(req, done, sizes);
-	case 9: return t.v9->test(req, done, sizes);
-	case 10: return t.v10->test(req, done, sizes);
-	case 11: return t.v11->test(req, done, sizes);
-	case 12: return t.v12->test(req, done, sizes);
+	case 6:
+		return t.v6->test(req, done, sizes);
+	case 7:
+		return t.v7->test(req, done, sizes);
+	case 8:
+		return t.v8->test(req, done, sizes);
+	case 9:
+		return t.v9->test(req, done, sizes);
+	case 10:
+		return t.v10->test(req, done, sizes);
+	case 11:
+		return t.v11->test(req, done, sizes);
+	case 12:
+		return t.v12->test(req, done, sizes);
 	}
 	return -1;
 }
@@ -414,13 +510,20 @@ int h_test(void *req, int *done, int *sizes)
 int h_close_send(void *sc)
 {
 	switch (h_version) {
-	case 6: return t.v6->closeSend(sc);
-	case 7: return t.v7->closeSend(sc);
-	case 8: return t.v8->closeSend(sc);
-	case 9: return t.v9->closeSend(sc);
-	case 10: return t.v10->closeSend(sc);
-	case 11: return t.v11->closeSend(sc);
-	case 12: return t.v12->closeSend(sc);
+	case 6:
+		return t.v6->closeSend(sc);
+	case 7:
+		return t.v7->closeSend(sc);
+	case 8:
+		return t.v8->closeSend(sc);
+	case 9:
+		return t.v9->closeSend(sc);
+	case 10:
+		return t.v10->closeSend(sc);
+	case 11:
+		return t.v11->closeSend(sc);
+	case 12:
+		return t.v12->closeSend(sc);
 	}
 	return -1;
 }
@@ -428,13 +531,20 @@ int h_close_send(void *sc)
 int h_close_recv(void *rc)
 {
 	switch (h_version) {
-	case 6: return t.v6->closeRecv(rc);
-	case 7: return t.v7->closeRecv(rc);
-	case 8: return t.v8->closeRecv(rc);
-	case 9: return t.v9->closeRecv(rc);
-	case 10: return t.v10->closeRecv(rc);
-	case 11: return t.v11->closeRecv(rc);
-	case 12: return t.v12->closeRecv(rc);
+	case 6:
+		return t.v6->closeRecv(rc);
+	case 7:
+		return t.v7->closeRecv(rc);
+	case 8:
+		return t.v8->closeRecv(rc);
+	case 9:
+		return t.v9->closeRecv(rc);
+	case 10:
+		return t.v10->closeRecv(rc);
+	case 11:
+		return t.v11->closeRecv(rc);
+	case 12:
+		return t.v12->closeRecv(rc);
 	}
 	return -1;
 }
@@ -442,13 +552,20 @@ int h_close_recv(void *rc)
 int h_close_listen(void *lc)
 {
 	switch (h_version) {
-	case 6: return t.v6->closeListen(lc);
-	case 7: return t.v7->closeListen(lc);
-	case 8: return t.v8->closeListen(lc);
-	case 9: return t.v9->closeListen(lc);
-	case 10: return t.v10->closeListen(lc);
-	case 11: return t.v11->closeListen(lc);
-	case 12: return t.v12->closeListen(lc);
+	case 6:
+		return t.v6->closeListen(lc);
+	case 7:
+		return t.v7->closeListen(lc);
+	case 8:
+		return t.v8->closeListen(lc);
+	case 9:
+		return t.v9->closeListen(lc);
+	case 10:
+		return t.v10->closeListen(lc);
+	case 11:
+		return t.v11->closeListen(lc);
+	case 12:
+		return t.v12->closeListen(lc);
 	}
 	return -1;
 }

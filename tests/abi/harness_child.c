@@ -39,7 +39,7 @@ static void child_exit_ok(void)
  */
 static void child_default_signals(void)
 {
-	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS };
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
 
 	for (size_t i = 0; i < RW_ARRAY_SIZE(sigs); i++)
 		signal(sigs[i], SIG_DFL);
@@ -158,10 +158,10 @@ void h_check_props(int dev, const struct h_props *p)
 	int v = p->version;
 
 	H_CHECK(p->name && p->name[0] && strlen(p->name) < 256, "v%d dev %d: name", v, dev);
-	H_CHECK(!p->pci_path || p->pci_path[0] == '/', "v%d %s: pciPath '%s'", v,
-		p->name, p->pci_path);
-	H_CHECK(p->ptr_support & NCCL_PTR_HOST, "v%d %s: ptrSupport %#x lacks HOST", v,
-		p->name, p->ptr_support);
+	H_CHECK(!p->pci_path || p->pci_path[0] == '/', "v%d %s: pciPath '%s'", v, p->name,
+		p->pci_path);
+	H_CHECK(p->ptr_support & NCCL_PTR_HOST, "v%d %s: ptrSupport %#x lacks HOST", v, p->name,
+		p->ptr_support);
 	H_CHECK(!(p->ptr_support & ~(NCCL_PTR_HOST | NCCL_PTR_CUDA | NCCL_PTR_DMABUF)),
 		"v%d %s: ptrSupport %#x", v, p->name, p->ptr_support);
 	H_CHECK(p->speed > 0, "v%d %s: speed %d", v, p->name, p->speed);
@@ -169,28 +169,28 @@ void h_check_props(int dev, const struct h_props *p)
 	H_CHECK(p->latency >= 0 && p->latency < 1e6, "v%d %s: latency %f", v, p->name,
 		(double)p->latency);
 	H_CHECK(p->max_comms >= 1, "v%d %s: maxComms %d", v, p->name, p->max_comms);
-	H_CHECK(p->max_recvs >= 1 && p->max_recvs <= 64, "v%d %s: maxRecvs %d", v,
-		p->name, p->max_recvs);
+	H_CHECK(p->max_recvs >= 1 && p->max_recvs <= 64, "v%d %s: maxRecvs %d", v, p->name,
+		p->max_recvs);
 	if (v >= 7) {
-		H_CHECK(p->net_device_type == NCCL_NET_DEVICE_HOST, "v%d %s: netDeviceType %d",
-			v, p->name, p->net_device_type);
+		H_CHECK(p->net_device_type == NCCL_NET_DEVICE_HOST, "v%d %s: netDeviceType %d", v,
+			p->name, p->net_device_type);
 		H_CHECK(p->net_device_version == NCCL_NET_DEVICE_INVALID_VERSION,
 			"v%d %s: netDeviceVersion %d", v, p->name, p->net_device_version);
 	}
 	if (v >= 8)
-		H_CHECK(p->reg_is_global == 0 || p->reg_is_global == 1,
-			"v%d %s: regIsGlobal %d", v, p->name, p->reg_is_global);
+		H_CHECK(p->reg_is_global == 0 || p->reg_is_global == 1, "v%d %s: regIsGlobal %d", v,
+			p->name, p->reg_is_global);
 	if (v >= 9) {
-		H_CHECK(p->force_flush == 0 || p->force_flush == 1, "v%d %s: forceFlush %d",
-			v, p->name, p->force_flush);
-		H_CHECK(p->vndevs == 1 && p->vdevs[0] == dev, "v%d %s: vProps {%d, %d}", v,
-			p->name, p->vndevs, p->vdevs[0]);
+		H_CHECK(p->force_flush == 0 || p->force_flush == 1, "v%d %s: forceFlush %d", v,
+			p->name, p->force_flush);
+		H_CHECK(p->vndevs == 1 && p->vdevs[0] == dev, "v%d %s: vProps {%d, %d}", v, p->name,
+			p->vndevs, p->vdevs[0]);
 		H_CHECK(p->max_p2p_bytes > 0 && p->max_p2p_bytes <= NCCL_MAX_NET_SIZE_BYTES,
 			"v%d %s: maxP2pBytes %zu", v, p->name, p->max_p2p_bytes);
 		H_CHECK(p->max_coll_bytes > 0 && p->max_coll_bytes <= NCCL_MAX_NET_SIZE_BYTES,
 			"v%d %s: maxCollBytes %zu", v, p->name, p->max_coll_bytes);
-		H_CHECK(p->max_p2p_bytes >= H_BIG, "v%d %s: maxP2pBytes %zu < the test's %u",
-			v, p->name, p->max_p2p_bytes, H_BIG);
+		H_CHECK(p->max_p2p_bytes >= H_BIG, "v%d %s: maxP2pBytes %zu < the test's %u", v,
+			p->name, p->max_p2p_bytes, H_BIG);
 	}
 	if (v >= 11)
 		H_CHECK(p->max_multi_request_size >= 1, "v%d %s: maxMultiRequestSize %d", v,
@@ -209,12 +209,10 @@ int h_child_setup(int version, void **ctx, struct h_props *dev0)
 	memset(&h_log, 0, sizeof(h_log));
 	h_bind(h_open(), version);
 	rc = h_init(ctx);
-	H_CHECK(rc == ncclSuccess, "v%d init: %d (last warning: %s)", version, rc,
-		h_log.last_warn);
+	H_CHECK(rc == ncclSuccess, "v%d init: %d (last warning: %s)", version, rc, h_log.last_warn);
 	H_CHECK(version <= 10 || *ctx, "v%d init gave no context", version);
 	rc = h_devices(&ndev);
-	H_CHECK(rc == ncclSuccess && ndev >= 1, "v%d devices: rc %d, ndev %d", version, rc,
-		ndev);
+	H_CHECK(rc == ncclSuccess && ndev >= 1, "v%d devices: rc %d, ndev %d", version, rc, ndev);
 	for (int d = 0; d < ndev; d++) {
 		struct h_props p;
 
@@ -234,8 +232,8 @@ void h_check_startup_log(int version, int expected_lines)
 
 	snprintf(want, sizeof(want), "ringway %s: NET/ringway ABI v%d, transport ",
 		 RW_VERSION_STRING, version);
-	H_CHECK(h_log.startup_lines == expected_lines, "v%d: %d startup lines, want %d",
-		version, h_log.startup_lines, expected_lines);
+	H_CHECK(h_log.startup_lines == expected_lines, "v%d: %d startup lines, want %d", version,
+		h_log.startup_lines, expected_lines);
 	H_CHECK(strstr(h_log.startup, want), "v%d: startup line '%s' lacks '%s'", version,
 		h_log.startup, want);
 	H_CHECK((h_log.startup_flags & NCCL_INIT) && (h_log.startup_flags & NCCL_NET),
@@ -293,8 +291,7 @@ void h_poll_accept(void *lc, void **rcomm)
 	}
 }
 
-void h_self_connect(void *ctx_listen, void *ctx_connect, void **lc, void **sc,
-			 void **rcomm)
+void h_self_connect(void *ctx_listen, void *ctx_connect, void **lc, void **sc, void **rcomm)
 {
 	char handle[NCCL_NET_HANDLE_MAXSIZE];
 	uint64_t deadline = rw_now_ms() + H_STEP_TIMEOUT_MS;
@@ -311,8 +308,8 @@ void h_self_connect(void *ctx_listen, void *ctx_connect, void **lc, void **sc,
 				"v%d connect", h_version);
 		if (!*rcomm)
 			H_CHECK(h_accept(*lc, rcomm) == ncclSuccess, "v%d accept", h_version);
-		H_CHECK(rw_now_ms() < deadline, "v%d self connect: send %p recv %p", h_version,
-			*sc, *rcomm);
+		H_CHECK(rw_now_ms() < deadline, "v%d self connect: send %p recv %p", h_version, *sc,
+			*rcomm);
 		h_backoff(&spins);
 	}
 }
@@ -373,8 +370,8 @@ void h_wait_req(void *req, int *out_sizes, const char *what)
 	while (!done) {
 		int rc = h_test(req, &done, out_sizes);
 
-		H_CHECK(rc == ncclSuccess, "v%d test(%s): %d (last warning: %s)", h_version,
-			what, rc, h_log.last_warn);
+		H_CHECK(rc == ncclSuccess, "v%d test(%s): %d (last warning: %s)", h_version, what,
+			rc, h_log.last_warn);
 		H_CHECK(done || rw_now_ms() < deadline, "v%d test(%s): not done after %d ms",
 			h_version, what, H_STEP_TIMEOUT_MS);
 		if (!done)

@@ -13,8 +13,7 @@ const long rw_real_nccl_values[] = {
 #define RW_ABI_VALUE(name) (long)(name),
 #include "abi_values.def"
 };
-const size_t rw_real_nccl_count = sizeof(rw_real_nccl_values) /
-				  sizeof(rw_real_nccl_values[0]);
+const size_t rw_real_nccl_count = sizeof(rw_real_nccl_values) / sizeof(rw_real_nccl_values[0]);
 const size_t rw_real_sizeof_result = sizeof(ncclResult_t);
 const size_t rw_real_sizeof_datatype = sizeof(ncclDataType_t);
 const size_t rw_real_sizeof_redop = sizeof(ncclRedOp_t);

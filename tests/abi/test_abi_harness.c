@@ -22,10 +22,10 @@
 
 #include "harness.h"
 
-#define GUARD 0xee                 /* receive-buffer bytes past the message */
-#define RECV_CAP (H_BIG + 4096u)   /* larger than every message */
+#define GUARD	 0xee		 /* receive-buffer bytes past the message */
+#define RECV_CAP (H_BIG + 4096u) /* larger than every message */
 
-static const size_t sizes[] = { 0, 1, 4095, 1u << 20, H_BIG };
+static const size_t sizes[] = {0, 1, 4095, 1u << 20, H_BIG};
 
 /* --- the pair: one receiver, one sender, handle through a pipe ------------ */
 
@@ -50,8 +50,7 @@ static size_t burst_len(int j)
 	return 4095 + 17 * (size_t)j;
 }
 
-static void recv_and_check(void *rcomm, unsigned char *buf, void *mh, size_t len,
-			   uint64_t seed)
+static void recv_and_check(void *rcomm, unsigned char *buf, void *mh, size_t len, uint64_t seed)
 {
 	size_t cap = RECV_CAP;
 	void *data = buf;
@@ -86,8 +85,7 @@ static void receiver(void *arg)
 	close(a->fds[0]);
 	h_child_setup(a->version, &ctx, &p0);
 	memset(handle, 0x5a, sizeof(handle)); /* NCCL's buffer is not zeroed */
-	H_CHECK(h_listen(ctx, H_DEV, handle, &lc) == ncclSuccess && lc, "v%d listen",
-		a->version);
+	H_CHECK(h_listen(ctx, H_DEV, handle, &lc) == ncclSuccess && lc, "v%d listen", a->version);
 	H_CHECK(write(a->fds[1], handle, sizeof(handle)) == (ssize_t)sizeof(handle),
 		"write handle");
 	close(a->fds[1]);
@@ -109,15 +107,15 @@ static void receiver(void *arg)
 		reqs[j] = h_post_recv(rcomm, 1, &data, &cap, &mh);
 	}
 	for (int j = 0; j < n; j++) {
-		int got[64] = { -1 };
+		int got[64] = {-1};
 		long bad;
 
 		h_wait_req(reqs[j], got, "burst recv");
-		H_CHECK(got[0] == (int)burst_len(j), "v%d burst %d: size %d, want %zu",
-			a->version, j, got[0], burst_len(j));
+		H_CHECK(got[0] == (int)burst_len(j), "v%d burst %d: size %d, want %zu", a->version,
+			j, got[0], burst_len(j));
 		bad = h_pattern_check(buf + (size_t)j * BURST_SLOT, burst_len(j), 500 + j);
-		H_CHECK(bad < 0, "v%d burst %d differs at byte %ld (out of order?)", a->version,
-			j, bad);
+		H_CHECK(bad < 0, "v%d burst %d differs at byte %ld (out of order?)", a->version, j,
+			bad);
 	}
 
 	/* Grouped receive, when the device takes more than one buffer. */
@@ -137,16 +135,16 @@ static void receiver(void *arg)
 		req = h_post_recv(rcomm, g, data, caps, mhs);
 		h_wait_req(req, got, "grouped recv");
 		for (int j = 0; j < g; j++)
-			H_CHECK(got[j] == (int)(100 + j), "v%d grouped %d: size %d", a->version,
-				j, got[j]);
+			H_CHECK(got[j] == (int)(100 + j), "v%d grouped %d: size %d", a->version, j,
+				got[j]);
 	}
 
 	H_CHECK(h_dereg_mr(rcomm, mh) == ncclSuccess, "v%d deregMr(recv)", a->version);
 	H_CHECK(h_close_recv(rcomm) == ncclSuccess, "v%d closeRecv", a->version);
 	h_child_finalize(ctx);
 	free(buf);
-	H_CHECK(h_log.warns == 0, "v%d receiver: %d warning(s), last: %s", a->version,
-		h_log.warns, h_log.last_warn);
+	H_CHECK(h_log.warns == 0, "v%d receiver: %d warning(s), last: %s", a->version, h_log.warns,
+		h_log.last_warn);
 	h_check_startup_log(a->version, 1);
 }
 
@@ -154,7 +152,7 @@ static void sender(void *arg)
 {
 	struct pair *a = arg;
 	char handle[NCCL_NET_HANDLE_MAXSIZE];
-	struct pollfd pfd = { .fd = a->fds[0], .events = POLLIN };
+	struct pollfd pfd = {.fd = a->fds[0], .events = POLLIN};
 	void *ctx = NULL, *sc = NULL, *mh = NULL;
 	struct h_props p0;
 	unsigned char *buf;
@@ -165,8 +163,7 @@ static void sender(void *arg)
 	h_child_setup(a->version, &ctx, &p0);
 	H_CHECK(poll(&pfd, 1, H_STEP_TIMEOUT_MS) == 1, "v%d: no handle from the receiver",
 		a->version);
-	H_CHECK(read(a->fds[0], handle, sizeof(handle)) == (ssize_t)sizeof(handle),
-		"read handle");
+	H_CHECK(read(a->fds[0], handle, sizeof(handle)) == (ssize_t)sizeof(handle), "read handle");
 	close(a->fds[0]);
 	h_poll_connect(ctx, handle, &sc);
 
@@ -207,14 +204,14 @@ static void sender(void *arg)
 	H_CHECK(h_close_send(sc) == ncclSuccess, "v%d closeSend", a->version);
 	h_child_finalize(ctx);
 	free(buf);
-	H_CHECK(h_log.warns == 0, "v%d sender: %d warning(s), last: %s", a->version,
-		h_log.warns, h_log.last_warn);
+	H_CHECK(h_log.warns == 0, "v%d sender: %d warning(s), last: %s", a->version, h_log.warns,
+		h_log.last_warn);
 	h_check_startup_log(a->version, 1);
 }
 
 static void run_pair(int version)
 {
-	struct pair a = { .version = version };
+	struct pair a = {.version = version};
 	pid_t pids[2];
 	char what[64];
 
@@ -227,13 +224,41 @@ static void run_pair(int version)
 	h_wait_children(pids, 2, what);
 }
 
-static void transfer_v6(void **state) { (void)state; run_pair(6); }
-static void transfer_v7(void **state) { (void)state; run_pair(7); }
-static void transfer_v8(void **state) { (void)state; run_pair(8); }
-static void transfer_v9(void **state) { (void)state; run_pair(9); }
-static void transfer_v10(void **state) { (void)state; run_pair(10); }
-static void transfer_v11(void **state) { (void)state; run_pair(11); }
-static void transfer_v12(void **state) { (void)state; run_pair(12); }
+static void transfer_v6(void **state)
+{
+	(void)state;
+	run_pair(6);
+}
+static void transfer_v7(void **state)
+{
+	(void)state;
+	run_pair(7);
+}
+static void transfer_v8(void **state)
+{
+	(void)state;
+	run_pair(8);
+}
+static void transfer_v9(void **state)
+{
+	(void)state;
+	run_pair(9);
+}
+static void transfer_v10(void **state)
+{
+	(void)state;
+	run_pair(10);
+}
+static void transfer_v11(void **state)
+{
+	(void)state;
+	run_pair(11);
+}
+static void transfer_v12(void **state)
+{
+	(void)state;
+	run_pair(12);
+}
 
 /* --- the exported symbols ------------------------------------------------------ */
 
@@ -256,14 +281,13 @@ static int read_only(const void *addr)
 	return ro;
 }
 
-#define CHECK_SLOTS(tbl, v)                                                          \
-	do {                                                                         \
-		H_CHECK(tbl->init && tbl->devices && tbl->getProperties && tbl->listen && \
-				tbl->connect && tbl->accept && tbl->regMr &&         \
-				tbl->deregMr && tbl->isend && tbl->irecv &&          \
-				tbl->iflush && tbl->test && tbl->closeSend &&        \
-				tbl->closeRecv && tbl->closeListen,                  \
-			"v%d: a mandatory slot is NULL", v);                         \
+#define CHECK_SLOTS(tbl, v)                                                                        \
+	do {                                                                                       \
+		H_CHECK(tbl->init && tbl->devices && tbl->getProperties && tbl->listen &&          \
+				tbl->connect && tbl->accept && tbl->regMr && tbl->deregMr &&       \
+				tbl->isend && tbl->irecv && tbl->iflush && tbl->test &&            \
+				tbl->closeSend && tbl->closeRecv && tbl->closeListen,              \
+			"v%d: a mandatory slot is NULL", v);                                       \
 	} while (0)
 
 static void exports_child(void *arg)

@@ -18,29 +18,28 @@
 #include "harness.h"
 
 /* The call fails with ncclInternalError and says why through the logger. */
-#define EXPECT_MISUSE(call)                                                    \
-	do {                                                                   \
-		int w0_ = h_log.warns;                                         \
-		int r_ = (call);                                               \
-		H_CHECK(r_ == ncclInternalError, "v%d: %s returned %d, want %d", \
-			h_version, #call, r_, ncclInternalError);              \
-		H_CHECK(h_log.warns > w0_, "v%d: %s failed silently", h_version, \
-			#call);                                                \
+#define EXPECT_MISUSE(call)                                                                        \
+	do {                                                                                       \
+		int w0_ = h_log.warns;                                                             \
+		int r_ = (call);                                                                   \
+		H_CHECK(r_ == ncclInternalError, "v%d: %s returned %d, want %d", h_version, #call, \
+			r_, ncclInternalError);                                                    \
+		H_CHECK(h_log.warns > w0_, "v%d: %s failed silently", h_version, #call);           \
 	} while (0)
 
 /* Before init NCCL's logger is unknown: only the result is checked. */
-#define EXPECT_FAIL_EARLY(call)                                                \
-	do {                                                                   \
-		int r_ = (call);                                               \
-		H_CHECK(r_ == ncclInternalError, "v%d: %s returned %d before init", \
-			h_version, #call, r_);                                 \
+#define EXPECT_FAIL_EARLY(call)                                                                    \
+	do {                                                                                       \
+		int r_ = (call);                                                                   \
+		H_CHECK(r_ == ncclInternalError, "v%d: %s returned %d before init", h_version,     \
+			#call, r_);                                                                \
 	} while (0)
 
-#define EXPECT_OK(call)                                                        \
-	do {                                                                   \
-		int r_ = (call);                                               \
-		H_CHECK(r_ == ncclSuccess, "v%d: %s returned %d (last warning: %s)", \
-			h_version, #call, r_, h_log.last_warn);                \
+#define EXPECT_OK(call)                                                                            \
+	do {                                                                                       \
+		int r_ = (call);                                                                   \
+		H_CHECK(r_ == ncclSuccess, "v%d: %s returned %d (last warning: %s)", h_version,    \
+			#call, r_, h_log.last_warn);                                               \
 	} while (0)
 
 static void before_init(void)
@@ -55,7 +54,7 @@ static void before_init(void)
 	if (h_version <= 10) {
 		EXPECT_FAIL_EARLY(h_listen(NULL, H_DEV, handle, &lc));
 	} else {
-		uint64_t bogus[8] = { 0 };
+		uint64_t bogus[8] = {0};
 
 		/* NCCL 2.28.9 finalizes after a failed init, ctx NULL. */
 		EXPECT_OK(h_finalize(NULL));
@@ -69,7 +68,7 @@ static void bad_setup_args(void *ctx, int ndev)
 {
 	char handle[NCCL_NET_HANDLE_MAXSIZE];
 	void *out = NULL;
-	uint64_t bogus[8] = { 0 }; /* neither a comm nor a context */
+	uint64_t bogus[8] = {0}; /* neither a comm nor a context */
 
 	memset(handle, 0, sizeof(handle));
 	EXPECT_MISUSE(h_devices(NULL));
@@ -98,8 +97,7 @@ static void bad_setup_args(void *ctx, int ndev)
 
 /* A real 100-byte message inside the registered buf, with a few bad test()
  * calls on the way. */
-static void small_transfer(unsigned char *buf, void *sc, void *rcomm, void *smh,
-			   void *rmh)
+static void small_transfer(unsigned char *buf, void *sc, void *rcomm, void *smh, void *rmh)
 {
 	unsigned char *sbuf = buf, *rbuf = buf + 2048;
 	void *data = rbuf, *sreq, *rreq;
@@ -169,8 +167,7 @@ static void bad_data_args(void *lc, void *sc, void *rcomm, const struct h_props 
 	if (!(p0->ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF))) {
 		req = (void *)0x1;
 		EXPECT_OK(h_iflush(rcomm, 1, &data, &isz, &rmh, &req));
-		H_CHECK(req == NULL, "v%d: iflush of host memory gave request %p", h_version,
-			req);
+		H_CHECK(req == NULL, "v%d: iflush of host memory gave request %p", h_version, req);
 	}
 	EXPECT_MISUSE(h_iflush(NULL, 1, &data, &isz, &rmh, &req));
 	EXPECT_MISUSE(h_iflush(sc, 1, &data, &isz, &smh, &req));
@@ -234,8 +231,8 @@ static void misuse_child(void *arg)
 	/* A second init: v6..v10 share the context, v11+ get another one. */
 	EXPECT_OK(h_init(&ctx2));
 	if (version >= 11)
-		H_CHECK(ctx2 && ctx2 != ctx, "v%d: second init gave ctx %p (first %p)",
-			version, ctx2, ctx);
+		H_CHECK(ctx2 && ctx2 != ctx, "v%d: second init gave ctx %p (first %p)", version,
+			ctx2, ctx);
 	h_check_startup_log(version, 1);
 
 	bad_setup_args(ctx, ndev);
@@ -262,13 +259,41 @@ static void run_misuse(int version)
 	h_run_one(misuse_child, &version, what);
 }
 
-void misuse_v6(void **state) { (void)state; run_misuse(6); }
-void misuse_v7(void **state) { (void)state; run_misuse(7); }
-void misuse_v8(void **state) { (void)state; run_misuse(8); }
-void misuse_v9(void **state) { (void)state; run_misuse(9); }
-void misuse_v10(void **state) { (void)state; run_misuse(10); }
-void misuse_v11(void **state) { (void)state; run_misuse(11); }
-void misuse_v12(void **state) { (void)state; run_misuse(12); }
+void misuse_v6(void **state)
+{
+	(void)state;
+	run_misuse(6);
+}
+void misuse_v7(void **state)
+{
+	(void)state;
+	run_misuse(7);
+}
+void misuse_v8(void **state)
+{
+	(void)state;
+	run_misuse(8);
+}
+void misuse_v9(void **state)
+{
+	(void)state;
+	run_misuse(9);
+}
+void misuse_v10(void **state)
+{
+	(void)state;
+	run_misuse(10);
+}
+void misuse_v11(void **state)
+{
+	(void)state;
+	run_misuse(11);
+}
+void misuse_v12(void **state)
+{
+	(void)state;
+	run_misuse(12);
+}
 
 /* --- v11/v12 contexts ----------------------------------------------------- */
 
@@ -279,7 +304,7 @@ static void contexts_child(void *arg)
 	char handle[NCCL_NET_HANDLE_MAXSIZE];
 	unsigned char sbuf[4096], rbuf[4096];
 	struct h_props p0;
-	uint64_t bogus[8] = { 0 };
+	uint64_t bogus[8] = {0};
 	int ndev = -1;
 
 	h_child_setup(version, &ctx1, &p0);
@@ -345,8 +370,16 @@ static void run_contexts(int version)
 	h_run_one(contexts_child, &version, what);
 }
 
-void contexts_v11(void **state) { (void)state; run_contexts(11); }
-void contexts_v12(void **state) { (void)state; run_contexts(12); }
+void contexts_v11(void **state)
+{
+	(void)state;
+	run_contexts(11);
+}
+void contexts_v12(void **state)
+{
+	(void)state;
+	run_contexts(12);
+}
 
 /* --- no NCCL logger: stderr, filtered by RINGWAY_DEBUG -------------------- */
 
@@ -354,7 +387,7 @@ void contexts_v12(void **state) { (void)state; run_contexts(12); }
 static void init_standalone(char *out, size_t len)
 {
 	const ncclNet_v11_t *t = h_table();
-	ncclNetCommConfig_v11_t cfg = { .trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF };
+	ncclNetCommConfig_v11_t cfg = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
 	int fds[2], saved;
 	void *ctx = NULL;
 	ssize_t n;

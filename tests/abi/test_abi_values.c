@@ -16,7 +16,7 @@ static const struct {
 	const char *name;
 	long value;
 } ours[] = {
-#define RW_ABI_VALUE(n) { #n, (long)(n) },
+#define RW_ABI_VALUE(n) {#n, (long)(n)},
 #include "abi_values.def"
 };
 
@@ -27,9 +27,8 @@ static void enums_match_installed_nccl_h(void **state)
 	assert_int_equal(rw_real_nccl_count, RW_ARRAY_SIZE(ours));
 	for (size_t i = 0; i < RW_ARRAY_SIZE(ours); i++) {
 		if (ours[i].value != rw_real_nccl_values[i])
-			fail_msg("%s: ringway %ld, nccl.h (%d) %ld", ours[i].name,
-				 ours[i].value, rw_real_nccl_version,
-				 rw_real_nccl_values[i]);
+			fail_msg("%s: ringway %ld, nccl.h (%d) %ld", ours[i].name, ours[i].value,
+				 rw_real_nccl_version, rw_real_nccl_values[i]);
 	}
 	assert_int_equal(rw_real_sizeof_result, sizeof(ncclResult_t));
 	assert_int_equal(rw_real_sizeof_datatype, sizeof(ncclDataType_t));
