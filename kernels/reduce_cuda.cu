@@ -11,10 +11,15 @@
  *
  * Memory access: when every buffer has the same address modulo 16 and is
  * element-aligned, a few scalar elements reach the 16-byte boundary (head),
- * the body moves in 16-byte vectors (four per thread per round, grid-stride)
- * and scalar elements finish the tail.  Buffers that disagree modulo 16 take
- * an element-wise grid-stride kernel, with byte loads when an element is not
- * even aligned to its size.  So any count and any pointer work.
+ * the body moves in 16-byte vectors (one per thread per round of a
+ * grid-stride loop) and scalar elements finish the tail.  Buffers that
+ * disagree modulo 16 go element by element, with byte loads when an element
+ * is not even aligned to its size.  So any count and any pointer work.
+ *
+ * Two sources (the engine's case) get their own instance that names them
+ * statically; more sources are indexed at run time, which costs a copy of
+ * the arguments to local memory.  Keeping the source loop rolled keeps the
+ * 48 x 2 instances small enough to compile in seconds.
  */
 #include <cstdint>
 #include <cstring>

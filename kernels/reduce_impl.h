@@ -36,6 +36,10 @@
 #include <immintrin.h>
 #endif
 
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the host kernels read integers' low bytes with memcpy: little-endian only"
+#endif
+
 #define RW_INLINE static inline __attribute__((always_inline))
 
 typedef int8_t rw_vi8 __attribute__((vector_size(RW_VB)));
@@ -92,14 +96,14 @@ RW_INLINE void rw_div_int(char *d, const char *s, enum rw_kind kind, size_t size
 			  unsigned int n)
 {
 	if (kind == RW_KIND_SINT) {
-		int64_t v = 0;
+		uint64_t u = 0;
+		int64_t v;
 
-		switch (size) {
-		case 1: { int8_t t; memcpy(&t, s, 1); v = t / (int64_t)n; t = (int8_t)v; memcpy(d, &t, 1); break; }
-		case 2: { int16_t t; memcpy(&t, s, 2); v = t / (int64_t)n; t = (int16_t)v; memcpy(d, &t, 2); break; }
-		case 4: { int32_t t; memcpy(&t, s, 4); v = t / (int64_t)n; t = (int32_t)v; memcpy(d, &t, 4); break; }
-		default: memcpy(&v, s, 8); v /= (int64_t)n; memcpy(d, &v, 8); break;
-		}
+		memcpy(&u, s, size); /* little-endian: the low bytes */
+		if (size < 8 && (u >> (8 * size - 1)))
+			u |= ~0ull << (8 * size); /* sign-extend */
+		v = (int64_t)u / (int64_t)n;
+		memcpy(d, &v, size);
 	} else {
 		uint64_t v = 0;
 
@@ -107,6 +111,34 @@ RW_INLINE void rw_div_int(char *d, const char *s, enum rw_kind kind, size_t size
 		v /= n;
 		memcpy(d, &v, size);
 	}
+}
+
+/*
+ * A block of 8- or 16-bit integers divided in float32, one 32-bit lane per
+ * element position: the quotient of |x| < 2^16 by n is an integer or at
+ * least 1/|x| away from one, far more than float32's rounding error, so
+ * truncating the float quotient gives C's (and NCCL's) integer quotient.
+ */
+RW_INLINE void rw_div_small_int(char *d, const char *s, enum rw_kind kind, size_t size,
+				unsigned int n)
+{
+	unsigned int bits = 8 * (unsigned int)size;
+	uint32_t mask = (1u << bits) - 1;
+	rw_vu32 x, r;
+
+	memcpy(&x, s, RW_VB);
+	r = x * 0;
+	for (unsigned int k = 0; k < 32; k += bits) {
+		rw_vi32 v;
+
+		if (kind == RW_KIND_SINT)
+			v = (rw_vi32)(x << (32 - bits - k)) >> (32 - bits);
+		else
+			v = (rw_vi32)((x >> k) & mask);
+		v = __builtin_convertvector(__builtin_convertvector(v, rw_vf32) / (float)n, rw_vi32);
+		r |= ((rw_vu32)v & mask) << k;
+	}
+	memcpy(d, &r, RW_VB);
 }
 
 /* ---- float32 / float64 ---------------------------------------------------- */
@@ -213,7 +245,7 @@ RW_INLINE rw_vf32 rw_small_decode(rw_vu32 c, const struct rw_small_fmt f)
 	rw_vu32 sign = (c & (f.mag_mask + 1)) << f.sign_shift;
 	rw_vu32 bits = mag << f.shift;
 	rw_vu32 u = (rw_vu32)((rw_vf32)bits * f.scale);
-	rw_vu32 sp = (rw_vu32)(mag >= f.special);
+	rw_vu32 sp = (rw_vu32)((rw_vi32)mag >= (int32_t)f.special); /* < 2^31: signed compare */
 	rw_vu32 s;
 
 	if (f.nan_only)
@@ -234,9 +266,10 @@ RW_INLINE rw_vu32 rw_small_encode(rw_vf32 v, const struct rw_small_fmt f)
 	rw_vu32 u = (rw_vu32)v;
 	rw_vu32 sign = u & 0x80000000u;
 	rw_vu32 a = u ^ sign;
-	rw_vu32 nan = (rw_vu32)(a > 0x7f800000u);
-	rw_vu32 big = (rw_vu32)(a >= f.big);
-	rw_vu32 norm = (rw_vu32)(a >= f.minnorm);
+	/* a < 2^31: signed compares, which every x86 vector set has */
+	rw_vu32 nan = (rw_vu32)((rw_vi32)a > 0x7f800000);
+	rw_vu32 big = (rw_vu32)((rw_vi32)a >= (int32_t)f.big);
+	rw_vu32 norm = (rw_vu32)((rw_vi32)a >= (int32_t)f.minnorm);
 	rw_vu32 on = (a - f.rebias + ((1u << (f.shift - 1)) - 1) +
 		      ((a >> f.shift) & 1u)) >> f.shift;
 	rw_vu32 os, o;
@@ -415,8 +448,11 @@ RW_INLINE void rw_div_block(char *d, const char *s, enum rw_kind kind, size_t si
 	switch (kind) {
 	case RW_KIND_SINT:
 	case RW_KIND_UINT:
-		for (size_t i = 0; i < RW_VB; i += size)
-			rw_div_int(d + i, s + i, kind, size, n);
+		if (size <= 2)
+			rw_div_small_int(d, s, kind, size, n);
+		else
+			for (size_t i = 0; i < RW_VB; i += size)
+				rw_div_int(d + i, s + i, kind, size, n);
 		break;
 	case RW_KIND_FLOAT:
 		if (size == 4) {
