@@ -277,4 +277,20 @@ int rw_net_unsupported_iflush(struct rw_net_comm *comm, int n, void **data,
  */
 int rw_sock_create(const struct rw_config *cfg, struct rw_net **out);
 
+/**
+ * Create the same-host transport (transport/shm.h): one device, "shm",
+ * reaching listeners on this host only; host memory by shared memory and
+ * cross-memory attach, device memory by CUDA IPC.
+ * \param[out] out set only on success.  \return 0 or -errno.
+ */
+int rw_shm_create(const struct rw_config *cfg, struct rw_net **out);
+
+/**
+ * Create the transport cfg->transport names (transport/net_auto.c): socket,
+ * shm, or for auto a composite that connects to a peer on this host by shm
+ * and to any other by socket.  ib is not implemented yet: -ENOTSUP, logged.
+ * \param[out] out set only on success.  \return 0 or -errno.
+ */
+int rw_net_create(const struct rw_config *cfg, struct rw_net **out);
+
 #endif /* RW_NET_H */

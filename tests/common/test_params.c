@@ -108,7 +108,7 @@ static void bad_values_warn_and_keep_default(void **state)
 	/* each warning names the variable, the value and the default */
 	assert_int_equal(rw_test_log_count("RINGWAY_TIMEOUT_MS='12abc' rejected"), 1);
 	assert_int_equal(rw_test_log_count("RINGWAY_SOCKET_NSTREAMS='99' rejected (expected an integer in [1, 16]); using the default '4'"), 1);
-	assert_int_equal(rw_test_log_count("'carrier-pigeon' rejected (expected one of auto|socket)"), 1);
+	assert_int_equal(rw_test_log_count("'carrier-pigeon' rejected (expected one of auto|shm|socket|ib)"), 1);
 	assert_int_equal(rw_test_log_count("RINGWAY_SOCKET_MIN_STRIPE='-4K'"), 1);
 }
 

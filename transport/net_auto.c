@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rw_net_create(): the transport RINGWAY_TRANSPORT names.
+ *
+ *   socket  the TCP transport alone;
+ *   shm     the same-host transport alone (every peer must be on this host);
+ *   ib      not implemented yet: refused with a message that says so;
+ *   auto    a composite: the socket transport's devices, and a listen
+ *           handle (net_auto_proto.h) that carries both a socket listener
+ *           and an shm listener.  connect picks shm when the peer's host
+ *           identity (boot id, hostname, network namespace) and uid match
+ *           ours, else socket (ib, once it exists, comes between them), and
+ *           says which at INFO once per connection; accept takes whichever
+ *           arrives.  The comms are the chosen transport's own, so the data
+ *           path goes straight to it: only device, listen, connect and
+ *           accept calls pass through here.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/rw_log.h"
+#include "transport/net_auto_proto.h"
+#include "transport/rw_net.h"
+#include "transport/shm.h"
+#include "transport/sock.h"
+
+struct rw_auto_net {
+	struct rw_net base;
+	struct rw_net *sock; /* NULL if the socket transport has no device */
+	struct rw_net *shm;  /* NULL if shared memory is unusable here */
+	struct rw_shm_host_id host;
+	uint32_t uid;
+};
+
+struct rw_auto_listen {
+	struct rw_net_listen base;
+	struct rw_net_listen *sock;
+	struct rw_net_listen *shm;
+};
+
+static struct rw_auto_net *auto_from(struct rw_net *n)
+{
+	return rw_container_of(n, struct rw_auto_net, base);
+}
+
+static struct rw_auto_listen *auto_listen_from(struct rw_net_listen *l)
+{
+	return rw_container_of(l, struct rw_auto_listen, base);
+}
+
+static int auto_devices(struct rw_net *base, int *ndev)
+{
+	struct rw_auto_net *a = auto_from(base);
+
+	if (a->sock)
+		return rw_net_devices(a->sock, ndev);
+	*ndev = 1;
+	return 0;
+}
+
+static int auto_get_properties(struct rw_net *base, int dev, struct rw_net_props *props)
+{
+	struct rw_auto_net *a = auto_from(base);
+
+	return a->sock ? rw_net_get_properties(a->sock, dev, props)
+		       : rw_net_get_properties(a->shm, dev, props);
+}
+
+static int auto_listen(struct rw_net *base, int dev, void *handle,
+		       struct rw_net_listen **listen_comm)
+{
+	struct rw_auto_net *a = auto_from(base);
+	struct rw_auto_handle h = { .magic = RW_AUTO_MAGIC, .version = RW_AUTO_VERSION };
+	char part[RW_NET_HANDLE_MAXSIZE];
+	struct rw_auto_listen *l;
+	int rc;
+
+	if (!handle || !listen_comm)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->base.net = base;
+	if (a->sock) {
+		memset(part, 0, sizeof(part));
+		rc = rw_net_listen(a->sock, dev, part, &l->sock);
+		if (rc)
+			goto err_free;
+		memcpy(h.sock, part, sizeof(h.sock));
+		h.flags |= RW_AUTO_HAS_SOCK;
+	}
+	if (a->shm) {
+		memset(part, 0, sizeof(part));
+		rc = rw_net_listen(a->shm, 0, part, &l->shm);
+		if (rc == 0) {
+			memcpy(&h.shm, part, sizeof(h.shm));
+			h.flags |= RW_AUTO_HAS_SHM;
+		} else if (!a->sock) {
+			goto err_free;
+		} else {
+			RW_INFO(RW_LOG_NET, "auto: no shm listener (%s); peers on this host will use socket",
+				strerror(-rc));
+		}
+	}
+	memcpy(handle, &h, sizeof(h));
+	*listen_comm = &l->base;
+	return 0;
+
+err_free:
+	if (l->sock)
+		rw_net_close_listen(l->sock);
+	free(l);
+	return rc;
+}
+
+/* Can a connection to the listener of h go through shared memory? */
+static bool same_host(const struct rw_auto_net *a, const struct rw_auto_handle *h,
+		      const char **why)
+{
+	if (a->base.cfg.transport != RW_TRANSPORT_AUTO) {
+		*why = "RINGWAY_TRANSPORT";
+		return false;
+	}
+	if (!(h->flags & RW_AUTO_HAS_SHM) || !a->shm) {
+		*why = "no shm listener on one side";
+		return false;
+	}
+	if (rw_shm_handle_check(&h->shm)) {
+		*why = "the peer's shm handle is of another version";
+		return false;
+	}
+	if (!rw_shm_host_id_equal(&h->shm.host, &a->host)) {
+		*why = "peer on another host or network namespace";
+		return false;
+	}
+	if (h->shm.uid != a->uid) {
+		*why = "peer runs as another user";
+		return false;
+	}
+	*why = "peer on this host";
+	return true;
+}
+
+/* "pid 1234" for shm, "10.0.0.2:4711" for socket. */
+static void describe_peer(const struct rw_auto_handle *h, bool shm, const void *sock_handle,
+			  char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (shm) {
+		snprintf(buf, len, "pid %d", h->shm.pid);
+		return;
+	}
+	if (rw_sock_handle_addr(sock_handle, &ss) == 0) {
+		if (ss.ss_family == AF_INET) {
+			const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+
+			inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+			port = ntohs(in->sin_port);
+		} else if (ss.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+
+			inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+			port = ntohs(in6->sin6_port);
+		}
+	}
+	snprintf(buf, len, "%s:%u", host, port);
+}
+
+static int auto_connect(struct rw_net *base, int dev, const void *handle,
+			struct rw_net_comm **send_comm)
+{
+	struct rw_auto_net *a = auto_from(base);
+	struct rw_auto_handle h;
+	char part[RW_NET_HANDLE_MAXSIZE];
+	struct rw_net_comm *c = NULL;
+	const char *why;
+	bool shm;
+	int rc;
+
+	if (!handle || !send_comm)
+		return -EINVAL;
+	memcpy(&h, handle, sizeof(h));
+	if (h.magic != RW_AUTO_MAGIC || h.version != RW_AUTO_VERSION) {
+		RW_WARN(RW_LOG_NET,
+			"auto: connect(dev=%d): not an auto-transport handle of version %d (magic %#x, "
+			"version %u); every rank must run with the same RINGWAY_TRANSPORT",
+			dev, RW_AUTO_VERSION, h.magic, h.version);
+		return -EINVAL;
+	}
+	shm = same_host(a, &h, &why);
+	memset(part, 0, sizeof(part));
+	if (shm) {
+		memcpy(part, &h.shm, sizeof(h.shm));
+		rc = rw_net_connect(a->shm, 0, part, &c);
+	} else if (a->sock && (h.flags & RW_AUTO_HAS_SOCK)) {
+		memcpy(part, h.sock, sizeof(h.sock));
+		rc = rw_net_connect(a->sock, dev, part, &c);
+	} else {
+		RW_WARN(RW_LOG_NET, "auto: connect(dev=%d): no transport reaches the peer (%s, %s)",
+			dev, why, a->sock ? "it has no socket listener" : "no socket device here");
+		return -EHOSTUNREACH;
+	}
+	if (rc)
+		return rc;
+	if (c) {
+		char peer[INET6_ADDRSTRLEN + 16];
+
+		describe_peer(&h, shm, part, peer, sizeof(peer));
+		RW_INFO(RW_LOG_NET | RW_LOG_INIT, "auto: connection to %s uses %s (%s)", peer,
+			shm ? "shm" : "socket", why);
+	}
+	*send_comm = c;
+	return 0;
+}
+
+static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_comm)
+{
+	struct rw_auto_listen *l = auto_listen_from(base);
+	struct rw_net_comm *c = NULL;
+	int rc;
+
+	if (!recv_comm)
+		return -EINVAL;
+	if (l->shm) {
+		rc = rw_net_accept(l->shm, &c);
+		if (rc)
+			return rc;
+	}
+	if (!c && l->sock) {
+		rc = rw_net_accept(l->sock, &c);
+		if (rc)
+			return rc;
+	}
+	if (c)
+		RW_INFO(RW_LOG_NET | RW_LOG_INIT, "auto: accepted a connection over %s",
+			rw_net_name(c->net));
+	*recv_comm = c;
+	return 0;
+}
+
+static int auto_close_listen(struct rw_net_listen *base)
+{
+	struct rw_auto_listen *l = auto_listen_from(base);
+	int rc = 0, rc2 = 0;
+
+	if (l->sock)
+		rc = rw_net_close_listen(l->sock);
+	if (l->shm)
+		rc2 = rw_net_close_listen(l->shm);
+	free(l);
+	return rc ? rc : rc2;
+}
+
+static void auto_destroy(struct rw_net *base)
+{
+	struct rw_auto_net *a = auto_from(base);
+
+	rw_net_destroy(a->sock);
+	rw_net_destroy(a->shm);
+	free(a);
+}
+
+/*
+ * Comm-level calls never reach the composite: connect and accept hand out
+ * the chosen transport's comms, whose net is that transport.  These stubs
+ * fill the slots and catch a caller that mixed objects up.
+ */
+static int misrouted(const char *call)
+{
+	RW_WARN(RW_LOG_NET, "auto: %s on an object the composite transport did not create",
+		call);
+	return -EINVAL;
+}
+
+static int auto_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
+		       struct rw_net_mr **mr)
+{
+	(void)comm, (void)data, (void)size, (void)type, (void)mr;
+	return misrouted("regMr");
+}
+
+static int auto_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
+{
+	(void)comm, (void)mr;
+	return misrouted("deregMr");
+}
+
+static int auto_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
+		      struct rw_net_mr *mr, struct rw_net_req **req)
+{
+	(void)comm, (void)data, (void)size, (void)tag, (void)mr, (void)req;
+	return misrouted("isend");
+}
+
+static int auto_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes,
+		      const int *tags, struct rw_net_mr **mrs, struct rw_net_req **req)
+{
+	(void)comm, (void)n, (void)data, (void)sizes, (void)tags, (void)mrs, (void)req;
+	return misrouted("irecv");
+}
+
+static int auto_test(struct rw_net_req *req, int *done, size_t *sizes)
+{
+	(void)req, (void)done, (void)sizes;
+	return misrouted("test");
+}
+
+static int auto_close_comm(struct rw_net_comm *comm)
+{
+	(void)comm;
+	return misrouted("close");
+}
+
+/* Sorted in the order of struct rw_net_ops (the NCCL net ABI). */
+static const struct rw_net_ops auto_ops = {
+	.name = "auto",
+	.devices = auto_devices,
+	.get_properties = auto_get_properties,
+	.listen = auto_listen,
+	.connect = auto_connect,
+	.accept = auto_accept,
+	.reg_mr = auto_reg_mr,
+	.reg_mr_dmabuf = rw_net_unsupported_reg_mr_dmabuf,
+	.dereg_mr = auto_dereg_mr,
+	.isend = auto_isend,
+	.irecv = auto_irecv,
+	.iflush = rw_net_unsupported_iflush,
+	.test = auto_test,
+	.close_send = auto_close_comm,
+	.close_recv = auto_close_comm,
+	.close_listen = auto_close_listen,
+	.destroy = auto_destroy,
+};
+
+static int auto_create(const struct rw_config *cfg, struct rw_net **out)
+{
+	struct rw_auto_net *a = calloc(1, sizeof(*a));
+	int rc_sock, rc_shm;
+
+	if (!a)
+		return -ENOMEM;
+	a->base.ops = &auto_ops;
+	a->base.cfg = *cfg;
+	a->uid = (uint32_t)geteuid();
+	rc_sock = rw_sock_create(cfg, &a->sock);
+	rc_shm = rw_shm_host_id_get(&a->host);
+	if (rc_shm == 0)
+		rc_shm = rw_shm_create(cfg, &a->shm);
+	if (rc_sock && rc_shm) {
+		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
+			"auto: neither the socket transport (%s) nor shm (%s) is usable",
+			strerror(-rc_sock), strerror(-rc_shm));
+		free(a);
+		return rc_sock;
+	}
+	RW_INFO(RW_LOG_INIT | RW_LOG_NET, "auto: shm for peers on this host%s, socket %s",
+		a->shm ? "" : " unavailable", a->sock ? "for the others" : "unavailable");
+	*out = &a->base;
+	return 0;
+}
+
+int rw_net_create(const struct rw_config *cfg, struct rw_net **out)
+{
+	switch (cfg->transport) {
+	case RW_TRANSPORT_SOCKET:
+		return rw_sock_create(cfg, out);
+	case RW_TRANSPORT_SHM:
+		return rw_shm_create(cfg, out);
+	case RW_TRANSPORT_IB:
+		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
+			"RINGWAY_TRANSPORT=ib: the InfiniBand transport is not implemented yet; "
+			"use auto, shm or socket");
+		return -ENOTSUP;
+	case RW_TRANSPORT_AUTO:
+		return auto_create(cfg, out);
+	default:
+		RW_WARN(RW_LOG_INIT | RW_LOG_NET, "RINGWAY_TRANSPORT=%d: unknown transport",
+			cfg->transport);
+		return -EINVAL;
+	}
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Layouts of the same-host transport, in one place and versioned: the listen
+ * handle, the two rendezvous messages, the per-connection segment and the
+ * per-process doorbell page.
+ *
+ * Version history (RW_SHM_VERSION):
+ *   1  handle, hello/reply, segment (slot ring, in-order acks, CMA job),
+ *      doorbell (futex word, sleepers).
+ *
+ * Rendezvous.  A listener binds an AF_UNIX SOCK_SEQPACKET socket to the
+ * abstract name RW_SHM_SOCK_PREFIX "<nonce as 16 hex digits>"; the handle
+ * carries the nonce and the host identity (boot id, hostname hash, network
+ * namespace, since abstract names live in one).  The connecting side checks
+ * the listener's SO_PEERCRED uid, creates the segment (a sealed memfd, mode
+ * 0600: it never appears in /dev/shm and dies with the last mapping) and
+ * sends struct rw_shm_hello with two descriptors, the segment and its
+ * doorbell.  The accepting side checks its peer's uid, the nonce, the
+ * version, the owner, mode, seals and size of both memfds, and the segment
+ * header, then answers struct rw_shm_reply with its own doorbell.  Anything
+ * wrong is refused with a reply whose status is negative, and a close.
+ *
+ * Segment (one per connection; sender = connecting side, receiver =
+ * accepting side).  A 4 KiB control page, then nslots slots of slot_bytes:
+ *
+ *   line 0  rw_shm_seg_hdr     written once by the creator
+ *   line 1  sender line        tail (slots published), closed: sender only
+ *   line 2  receiver line      head (slots consumed), acked (messages
+ *                              finished), closed, accepted: receiver only
+ *   line 3  CMA job            claim word, addresses, size: both sides
+ *   line 4  CMA progress       bytes done, error: both sides
+ *   5..36   ack status ring    receiver only
+ *
+ * Each counter sits on its own 64-byte line with one writer, so a spinning
+ * reader only misses when the line really changed (no false sharing).
+ * Slot s of the ring is slot (s % nslots); a slot starts with a 64-byte
+ * rw_shm_slot header followed by its payload.
+ *
+ * Doorbell (one per process and transport instance).  A peer that publishes
+ * something bumps seq and FUTEX_WAKEs it when sleepers is non-zero.
+ *
+ * Integers are in host byte order: both ends run on one host.
+ */
+#ifndef RW_SHM_LAYOUT_H
+#define RW_SHM_LAYOUT_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RW_SHM_VERSION 1
+#define RW_SHM_MAGIC 0x4d485352u      /* "RSHM" as a little-endian word */
+#define RW_SHM_SEG_MAGIC 0x47455352u  /* "RSEG" */
+#define RW_SHM_DB_MAGIC 0x4c425752u   /* "RWBL" */
+#define RW_SHM_SOCK_PREFIX "ringway-shm."
+#define RW_SHM_CACHELINE 64
+#define RW_SHM_CTRL_BYTES 4096        /* control page before the slots */
+#define RW_SHM_DB_BYTES 4096          /* doorbell page */
+#define RW_SHM_ACK_RING 512           /* > sends in flight per connection (256) */
+#define RW_SHM_SLOT_HDR_BYTES 64
+#define RW_SHM_MAX_SEG_BYTES (1ull << 32) /* refuse larger segments */
+
+/* --- handle ---------------------------------------------------------- */
+
+/** Where a process runs: equal identities mean one kernel and one network
+ *  namespace (abstract socket names are per namespace). */
+struct rw_shm_host_id {
+	uint8_t boot_id[16]; /*  0: /proc/sys/kernel/random/boot_id */
+	uint64_t host_hash;  /* 16: FNV-1a of the hostname */
+	uint64_t netns;      /* 24: inode of /proc/self/ns/net, 0 if unknown */
+};
+
+static_assert(sizeof(struct rw_shm_host_id) == 32, "host id layout");
+
+/** The listen handle.  56 bytes (it also rides in the auto transport's
+ *  handle, net_auto_proto.h); RW_NET_HANDLE_MAXSIZE is 128. */
+struct rw_shm_handle {
+	uint32_t magic;             /*  0: RW_SHM_MAGIC */
+	uint8_t version;            /*  4: RW_SHM_VERSION */
+	uint8_t rsvd0[3];           /*  5: zero */
+	uint64_t nonce;             /*  8: random per listener; names its socket */
+	struct rw_shm_host_id host; /* 16 */
+	uint32_t uid;               /* 48: the listener's effective uid */
+	int32_t pid;                /* 52: the listener's pid (its namespace) */
+};
+
+static_assert(sizeof(struct rw_shm_handle) == 56, "handle layout");
+static_assert(sizeof(struct rw_shm_handle) <= 128, "RW_NET_HANDLE_MAXSIZE");
+static_assert(offsetof(struct rw_shm_handle, version) == 4, "handle layout");
+static_assert(offsetof(struct rw_shm_handle, nonce) == 8, "handle layout");
+static_assert(offsetof(struct rw_shm_handle, host) == 16, "handle layout");
+static_assert(offsetof(struct rw_shm_handle, uid) == 48, "handle layout");
+
+/* --- rendezvous messages ----------------------------------------------- */
+
+enum rw_shm_msg_kind {
+	RW_SHM_MSG_HELLO = 1, /* connect -> accept, fds: segment, doorbell */
+	RW_SHM_MSG_REPLY = 2, /* accept -> connect, fds: doorbell (status 0) */
+};
+
+/* rw_shm_hello.flags / rw_shm_reply.flags */
+#define RW_SHM_FLAG_CMA 0x1u /* the sender may read/write the peer's memory */
+
+/** Connecting side -> accepting side, with two SCM_RIGHTS descriptors. */
+struct rw_shm_hello {
+	uint32_t magic;      /*  0: RW_SHM_MAGIC */
+	uint8_t version;     /*  4: RW_SHM_VERSION */
+	uint8_t kind;        /*  5: RW_SHM_MSG_HELLO */
+	uint16_t rsvd0;      /*  6: zero */
+	uint64_t nonce;      /*  8: the handle's nonce */
+	uint64_t conn_id;    /* 16: random per connect, also in the segment */
+	uint64_t seg_bytes;  /* 24: size of the segment memfd */
+	uint64_t probe_addr; /* 32: address of an 8-byte word in the sender... */
+	uint64_t probe_val;  /* 40: ...holding this value (CMA probe) */
+	uint32_t flags;      /* 48: RW_SHM_FLAG_* the sender allows */
+	uint32_t rsvd1;      /* 52: zero */
+	uint64_t rsvd2;      /* 56: zero */
+};
+
+static_assert(sizeof(struct rw_shm_hello) == 64, "hello layout");
+static_assert(offsetof(struct rw_shm_hello, conn_id) == 16, "hello layout");
+static_assert(offsetof(struct rw_shm_hello, probe_addr) == 32, "hello layout");
+
+/** Accepting side -> connecting side, with one descriptor when status == 0. */
+struct rw_shm_reply {
+	uint32_t magic;      /*  0: RW_SHM_MAGIC */
+	uint8_t version;     /*  4: RW_SHM_VERSION */
+	uint8_t kind;        /*  5: RW_SHM_MSG_REPLY */
+	uint16_t rsvd0;      /*  6: zero */
+	uint64_t conn_id;    /*  8: the hello's conn_id */
+	int32_t status;      /* 16: 0 accepted, or -errno: why it was refused */
+	uint32_t flags;      /* 20: RW_SHM_FLAG_CMA: receiver reads sender memory */
+	uint64_t probe_addr; /* 24: a word in the receiver (sender's CMA probe) */
+	uint64_t probe_val;  /* 32 */
+	uint64_t rsvd1;      /* 40: zero */
+};
+
+static_assert(sizeof(struct rw_shm_reply) == 48, "reply layout");
+static_assert(offsetof(struct rw_shm_reply, status) == 16, "reply layout");
+
+/* --- segment ------------------------------------------------------------ */
+
+/** Line 0 of the segment; the creator writes it before the hello. */
+struct rw_shm_seg_hdr {
+	uint32_t magic;       /*  0: RW_SHM_SEG_MAGIC */
+	uint16_t version;     /*  4: RW_SHM_VERSION */
+	uint16_t ctrl_bytes;  /*  6: RW_SHM_CTRL_BYTES */
+	uint64_t nonce;       /*  8: the listener's nonce */
+	uint64_t conn_id;     /* 16: the hello's conn_id */
+	uint32_t creator_uid; /* 24 */
+	int32_t creator_pid;  /* 28: in the creator's namespace */
+	uint32_t nslots;      /* 32 */
+	uint32_t slot_bytes;  /* 36: multiple of 4096, header included */
+	uint64_t seg_bytes;   /* 40: ctrl_bytes + nslots * slot_bytes */
+	uint64_t rsvd[2];     /* 48: zero */
+};
+
+static_assert(sizeof(struct rw_shm_seg_hdr) == RW_SHM_CACHELINE, "segment header");
+
+/** Sender's line: only the sender writes it. */
+struct rw_shm_seg_tx {
+	uint64_t tail;   /* slots published (monotonic) */
+	uint32_t closed; /* 1 once the sender closed its side */
+	uint32_t rsvd;
+	uint64_t pad[6];
+};
+
+/** Receiver's line: only the receiver writes it. */
+struct rw_shm_seg_rx {
+	uint64_t head;     /* slots consumed (monotonic) */
+	uint64_t acked;    /* messages finished; status in ack[] */
+	uint32_t closed;   /* 1 once the receiver closed its side */
+	uint32_t accepted; /* 1 once the receiver validated everything */
+	uint64_t pad[5];
+};
+
+/*
+ * The large message being copied by cross-memory attach (one at a time per
+ * connection, in order).  The receiver installs a job with release order on
+ * claim; both sides then take chunk indices by compare-and-swap on claim,
+ * copy them (receiver: process_vm_readv, sender: process_vm_writev) and add
+ * the bytes to done.  The generation in claim's top bits makes a stale claim
+ * fail, so a job cannot be replaced while one of its chunks is in flight.
+ */
+#define RW_SHM_CLAIM_IDX_BITS 24
+#define RW_SHM_CLAIM_IDX_MASK ((1ull << RW_SHM_CLAIM_IDX_BITS) - 1)
+#define RW_SHM_CLAIM(gen, idx) (((uint64_t)(gen) << RW_SHM_CLAIM_IDX_BITS) | (idx))
+#define RW_SHM_CLAIM_GEN(w) ((w) >> RW_SHM_CLAIM_IDX_BITS)
+
+/* rw_shm_seg_job.flags */
+#define RW_SHM_JOB_COOP 0x1u /* the sender may help (host destination) */
+
+struct rw_shm_seg_job {
+	uint64_t claim;   /* generation << 24 | next chunk index; 0: none yet */
+	uint64_t seq;     /* message number */
+	uint64_t src;     /* sender address */
+	uint64_t dst;     /* receiver address */
+	uint64_t size;    /* bytes */
+	uint32_t chunk;   /* bytes per chunk */
+	uint32_t flags;   /* RW_SHM_JOB_* */
+	uint64_t pad[2];
+};
+
+struct rw_shm_seg_prog {
+	uint64_t done;    /* bytes of the current job copied, by either side */
+	int32_t err;      /* first copy error (-errno), 0 if none */
+	uint32_t rsvd;
+	uint64_t pad[6];
+};
+
+/** The control page. */
+struct rw_shm_seg {
+	struct rw_shm_seg_hdr hdr;    /*   0 */
+	struct rw_shm_seg_tx tx;      /*  64 */
+	struct rw_shm_seg_rx rx;      /* 128 */
+	struct rw_shm_seg_job job;    /* 192 */
+	struct rw_shm_seg_prog prog;  /* 256 */
+	int32_t ack[RW_SHM_ACK_RING]; /* 320: status of message seq % ACK_RING */
+};
+
+static_assert(sizeof(struct rw_shm_seg_tx) == RW_SHM_CACHELINE, "tx line");
+static_assert(sizeof(struct rw_shm_seg_rx) == RW_SHM_CACHELINE, "rx line");
+static_assert(sizeof(struct rw_shm_seg_job) == RW_SHM_CACHELINE, "job line");
+static_assert(sizeof(struct rw_shm_seg_prog) == RW_SHM_CACHELINE, "progress line");
+static_assert(offsetof(struct rw_shm_seg, tx) == 64, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, rx) == 128, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, job) == 192, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, prog) == 256, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, ack) == 320, "segment layout");
+static_assert(sizeof(struct rw_shm_seg) <= RW_SHM_CTRL_BYTES, "control page");
+
+/* rw_shm_slot.kind */
+enum rw_shm_slot_kind {
+	RW_SHM_SLOT_INLINE = 1, /* the whole message is in this slot */
+	RW_SHM_SLOT_FRAG = 2,   /* one piece of a message spread over slots */
+	RW_SHM_SLOT_CMA = 3,    /* descriptor: receiver copies from addr */
+	RW_SHM_SLOT_CUDA = 4,   /* descriptor: rw_shm_cuda_desc in the payload */
+};
+
+/** Head of every slot; the payload follows at RW_SHM_SLOT_HDR_BYTES. */
+struct rw_shm_slot {
+	uint32_t kind;   /*  0: enum rw_shm_slot_kind */
+	int32_t tag;     /*  4: the sender's tag */
+	uint64_t size;   /*  8: message bytes */
+	uint64_t seq;    /* 16: message number on this connection */
+	uint64_t offset; /* 24: FRAG: where this piece goes in the message */
+	uint32_t len;    /* 32: payload bytes in this slot */
+	uint32_t rsvd0;  /* 36 */
+	uint64_t addr;   /* 40: CMA: the sender's address of the message */
+	uint64_t rsvd1[2]; /* 48 */
+};
+
+static_assert(sizeof(struct rw_shm_slot) == RW_SHM_SLOT_HDR_BYTES, "slot header");
+static_assert(offsetof(struct rw_shm_slot, seq) == 16, "slot header");
+static_assert(offsetof(struct rw_shm_slot, addr) == 40, "slot header");
+
+#define RW_SHM_CUDA_HANDLE_BYTES 64 /* CUipcMemHandle */
+
+/** Payload of a RW_SHM_SLOT_CUDA slot. */
+struct rw_shm_cuda_desc {
+	uint8_t handle[RW_SHM_CUDA_HANDLE_BYTES]; /*  0: IPC handle of the allocation */
+	uint64_t offset;                          /* 64: message start in it */
+	uint64_t rsvd;                            /* 72 */
+};
+
+static_assert(sizeof(struct rw_shm_cuda_desc) == 80, "CUDA descriptor");
+
+/* --- doorbell ---------------------------------------------------------- */
+
+struct rw_shm_doorbell {
+	uint32_t magic;      /*   0: RW_SHM_DB_MAGIC */
+	uint16_t version;    /*   4: RW_SHM_VERSION */
+	uint16_t rsvd0;
+	uint32_t owner_uid;  /*   8 */
+	int32_t owner_pid;   /*  12 */
+	uint64_t pad0[6];
+	uint32_t seq;        /*  64: futex word, bumped by a peer that rings */
+	uint32_t pad1[15];
+	uint32_t sleepers;   /* 128: owner threads about to sleep or asleep */
+	uint32_t pad2[15];
+};
+
+static_assert(offsetof(struct rw_shm_doorbell, seq) == 64, "doorbell layout");
+static_assert(offsetof(struct rw_shm_doorbell, sleepers) == 128, "doorbell layout");
+static_assert(sizeof(struct rw_shm_doorbell) <= RW_SHM_DB_BYTES, "doorbell page");
+
+#endif /* RW_SHM_LAYOUT_H */
