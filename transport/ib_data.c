@@ -1,0 +1,658 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The ib transport's data path: irecv posts clear-to-send entries into the
+ * sender's FIFO; isend matches them in order and writes the data with
+ * immediate, in pieces over the QPs; iflush reads back through a loopback
+ * QP; test polls the comm's CQ and watches the peer.  Protocol and layouts
+ * are in ib_proto.h.  Nothing here blocks.
+ */
+#define _GNU_SOURCE
+#include "transport/ib_internal.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define WR_ID(val, qpi, kind) ((uint64_t)(val) << 8 | (uint64_t)(qpi) << 3 | (uint64_t)(kind))
+#define FLUSH_QPI RW_IB_MAX_QPS
+
+static uint32_t seq_next(uint32_t s)
+{
+	return s + 1 ? s + 1 : 1;
+}
+
+/* --- requests --------------------------------------------------------------------- */
+
+int rw_ib_reqs_init(struct rw_ib_comm *c)
+{
+	c->reqs = calloc(RW_IB_REQS, sizeof(*c->reqs));
+	if (!c->reqs)
+		return -ENOMEM;
+	for (int i = RW_IB_REQS - 1; i >= 0; i--) {
+		c->reqs[i].next = c->free_reqs;
+		c->free_reqs = &c->reqs[i];
+	}
+	return 0;
+}
+
+void rw_ib_reqs_free(struct rw_ib_comm *c)
+{
+	if (!c->reqs)
+		return;
+	for (int i = 0; i < RW_IB_REQS; i++)
+		if (c->reqs[i].magic == RW_IB_REQ_MAGIC)
+			rw_ib_live_add(RW_IB_LIVE_REQS, -1);
+	free(c->reqs);
+	c->reqs = NULL;
+	c->free_reqs = NULL;
+}
+
+static struct rw_ib_req *req_get(struct rw_ib_comm *c, enum rw_ib_req_kind kind)
+{
+	struct rw_ib_req *r = c->free_reqs;
+
+	if (!r)
+		return NULL;
+	c->free_reqs = r->next;
+	memset(r, 0, sizeof(*r));
+	r->base.comm = &c->base;
+	r->magic = RW_IB_REQ_MAGIC;
+	r->kind = kind;
+	if (c->npending++ == 0)
+		c->progress_ms = rw_now_ms(); /* the clock starts with the first request */
+	c->nsends += kind == RW_IB_REQ_SEND;
+	rw_ib_live_add(RW_IB_LIVE_REQS, 1);
+	return r;
+}
+
+static void req_put(struct rw_ib_comm *c, struct rw_ib_req *r)
+{
+	c->nsends -= r->kind == RW_IB_REQ_SEND;
+	r->magic = 0;
+	r->next = c->free_reqs;
+	c->free_reqs = r;
+	c->npending--;
+	rw_ib_live_add(RW_IB_LIVE_REQS, -1);
+}
+
+/* --- completions --------------------------------------------------------------------- */
+
+static const char *wr_kind_str(int kind)
+{
+	switch (kind) {
+	case RW_IB_WR_DATA: return "RDMA WRITE WITH IMM (data)";
+	case RW_IB_WR_CTRL: return "RDMA WRITE (clear-to-send or notice)";
+	case RW_IB_WR_RECV: return "receive";
+	case RW_IB_WR_FLUSH: return "RDMA READ (flush)";
+	default: return "work request";
+	}
+}
+
+static void wc_failed(struct rw_ib_comm *c, const struct ibv_wc *wc, int kind, int qpi)
+{
+	uint32_t rqpn = qpi == FLUSH_QPI ? wc->qp_num : c->rqpn[qpi];
+
+	if (c->failed)
+		return; /* the flushes that follow the first error */
+	RW_WARN(RW_LOG_NET, "NET/IB: %s: %s on QP %#x to peer %s (GID %s, LID %u, QPN %#x) "
+		"failed: %s (status %d, vendor error %#x)", c->dev->name, wr_kind_str(kind),
+		wc->qp_num, c->peer, c->peer_gid, c->peer_lid, rqpn,
+		c->net->v.wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
+	rw_ib_comm_fail(c, rw_ibv_status_errno(wc->status));
+}
+
+/* An immediate arrived: account it to its receive request. */
+static void deliver(struct rw_ib_comm *c, uint32_t imm, uint32_t byte_len)
+{
+	uint32_t seq24 = rw_ib_imm_seq(imm);
+	unsigned int idx = rw_ib_imm_idx(imm), pieces = rw_ib_imm_pieces(imm);
+	struct rw_ib_req *r = c->rreqs[seq24 % RW_IB_FIFO_SLOTS];
+
+	if (!r || (r->seq & 0xffffffu) != seq24 || (int)idx >= r->n ||
+	    (r->pieces[idx] && r->got[idx] == r->pieces[idx]))
+		return; /* for a receive that already failed and was given back */
+	c->progress_ms = rw_now_ms();
+	if (pieces == RW_IB_IMM_ERR_TAG || pieces == RW_IB_IMM_ERR_SIZE) {
+		if (!r->rc) {
+			r->rc = pieces == RW_IB_IMM_ERR_SIZE ? -EMSGSIZE : -EPROTO;
+			RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) sent a message %s buffer %u "
+				"(%zu bytes) of receive %u", c->dev->name, c->peer, c->peer_gid,
+				pieces == RW_IB_IMM_ERR_SIZE ? "larger than" : "with a tag matching no",
+				idx, r->cap[idx], r->seq);
+		}
+		r->pieces[idx] = r->got[idx] = 1;
+		r->left--;
+		return;
+	}
+	if (r->pieces[idx] && r->pieces[idx] != pieces) {
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) sent buffer %u of receive %u in %u "
+			"pieces, then said %u", c->dev->name, c->peer, c->peer_gid, idx, r->seq,
+			r->pieces[idx], pieces);
+		rw_ib_comm_fail(c, -EPROTO);
+		return;
+	}
+	r->pieces[idx] = (uint8_t)pieces;
+	r->got_bytes[idx] += byte_len;
+	if (++r->got[idx] == pieces)
+		r->left--;
+}
+
+static void comm_poll(struct rw_ib_comm *c)
+{
+	struct ibv_wc wc[32];
+	int n = 0;
+
+	while (c->cq && (n = ibv_poll_cq(c->cq, 32, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			int kind = (int)(wc[i].wr_id & 7), qpi = (int)((wc[i].wr_id >> 3) & 31);
+			struct rw_ib_req *r = (struct rw_ib_req *)(uintptr_t)(wc[i].wr_id >> 8);
+
+			if (kind == RW_IB_WR_RECV)
+				c->rq_posted[qpi]--;
+			else
+				c->sq_used[qpi]--;
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				wc_failed(c, &wc[i], kind, qpi);
+				continue;
+			}
+			if (c->failed)
+				continue; /* its requests are given back already */
+			switch (kind) {
+			case RW_IB_WR_DATA:
+				r->pending--;
+				c->progress_ms = rw_now_ms();
+				break;
+			case RW_IB_WR_FLUSH:
+				r->pending--;
+				break;
+			case RW_IB_WR_RECV:
+				rw_ib_post_recvs(c, qpi, 1);
+				deliver(c, ntohl(wc[i].imm_data), wc[i].byte_len);
+				break;
+			default:
+				c->progress_ms = rw_now_ms();
+				break;
+			}
+		}
+	}
+	if (n < 0 && !c->failed) {
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_poll_cq for peer %s failed (%d)", c->dev->name,
+			c->peer, n);
+		rw_ib_comm_fail(c, -EIO);
+	}
+}
+
+/* --- sending ----------------------------------------------------------------------------- */
+
+/* Copy a CTS entry if it is complete for seq (the NIC may still be placing it). */
+static bool cts_read(const struct rw_ib_cts *e, uint32_t seq, struct rw_ib_cts *out)
+{
+	if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != seq)
+		return false;
+	memcpy(out, (const void *)e, sizeof(*out));
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return out->seq == seq && out->check == rw_ib_cts_check(out);
+}
+
+static int post_send(struct rw_ib_comm *c, int qpi, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int rc = ibv_post_send(c->qps[qpi], wr, &bad);
+
+	if (rc) {
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_post_send(QP %#x, %s) to peer %s failed: %s",
+			c->dev->name, c->qps[qpi]->qp_num, wr_kind_str((int)(wr->wr_id & 7)),
+			c->peer, strerror(rc));
+		rw_ib_comm_fail(c, -rc);
+		return -rc;
+	}
+	c->sq_used[qpi]++;
+	return 0;
+}
+
+/* Tell the receiver that entry idx of the current slot fails (code). */
+static int post_notice(struct rw_ib_comm *c, const struct rw_ib_cts *e, unsigned int idx,
+		       unsigned int code)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = WR_ID(0, c->rr, RW_IB_WR_CTRL),
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = IBV_SEND_SIGNALED,
+		.imm_data = htonl(rw_ib_imm(c->cts_seq, idx, code)),
+		.wr.rdma = { .remote_addr = e->addr, .rkey = e->rkey },
+	};
+
+	return post_send(c, c->rr, &wr);
+}
+
+/* Write the send into entry e, in pieces.  -EAGAIN: no room on a QP yet. */
+static int post_pieces(struct rw_ib_comm *c, struct rw_ib_req *r, const struct rw_ib_cts *e,
+		       unsigned int idx)
+{
+	size_t size = r->size, piece;
+	size_t npieces = 1;
+	int need[RW_IB_MAX_QPS] = { 0 };
+	int q0 = c->rr;
+
+	if (c->nqps > 1 && size >= 2 * RW_IB_MIN_PIECE)
+		npieces = RW_MIN((size_t)c->nqps, size / RW_IB_MIN_PIECE);
+	npieces = RW_MAX(npieces, RW_DIV_UP(size, RW_IB_MAX_PIECE));
+	piece = RW_DIV_UP(RW_DIV_UP(size, npieces), RW_IB_PIECE_ALIGN) * RW_IB_PIECE_ALIGN;
+	npieces = size ? RW_DIV_UP(size, piece) : 1;
+	for (size_t k = 0; k < npieces; k++)
+		need[(q0 + k) % (size_t)c->nqps]++;
+	for (int q = 0; q < c->nqps; q++)
+		if (c->sq_used[q] + need[q] > RW_IB_SQ_DEPTH)
+			return -EAGAIN;
+	r->seq = c->cts_seq;
+	r->pending = (int)npieces;
+	for (size_t k = 0; k < npieces; k++) {
+		size_t off = k * piece, len = size ? RW_MIN(piece, size - off) : 0;
+		int q = (int)((q0 + k) % (size_t)c->nqps);
+		struct ibv_sge sge = { .addr = (uintptr_t)r->data + off, .length = (uint32_t)len,
+				       .lkey = r->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = WR_ID((uintptr_t)r, q, RW_IB_WR_DATA),
+			.sg_list = &sge,
+			.num_sge = len ? 1 : 0,
+			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+			.send_flags = IBV_SEND_SIGNALED,
+			.imm_data = htonl(rw_ib_imm(c->cts_seq, idx, (unsigned int)npieces)),
+			.wr.rdma = { .remote_addr = e->addr + off, .rkey = e->rkey },
+		};
+		int rc = post_send(c, q, &wr);
+
+		if (rc)
+			return rc;
+	}
+	c->rr = (q0 + 1) % c->nqps;
+	return 0;
+}
+
+static void sendq_pop(struct rw_ib_comm *c)
+{
+	c->sendq = c->sendq->next;
+	if (!c->sendq)
+		c->sendq_tail = NULL;
+}
+
+/* Match queued sends against the CTS slots that arrived, in order. */
+static void send_match(struct rw_ib_comm *c)
+{
+	struct rw_ib_req *r;
+
+	while (!c->failed && (r = c->sendq)) {
+		const struct rw_ib_cts *slot =
+			&c->fifo[(size_t)(c->cts_seq % RW_IB_FIFO_SLOTS) * RW_NET_MAX_RECVS];
+		struct rw_ib_cts e[RW_NET_MAX_RECVS];
+		unsigned int nreqs, full;
+		int idx = -1;
+
+		if (!cts_read(&slot[0], c->cts_seq, &e[0]))
+			return;
+		nreqs = e[0].nreqs;
+		if (nreqs < 1 || nreqs > RW_NET_MAX_RECVS) {
+			RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) posted a receive of %u buffers",
+				c->dev->name, c->peer, c->peer_gid, nreqs);
+			rw_ib_comm_fail(c, -EPROTO);
+			return;
+		}
+		for (unsigned int i = 1; i < nreqs; i++)
+			if (!cts_read(&slot[i], c->cts_seq, &e[i]))
+				return; /* the rest of the slot is still on its way */
+		c->progress_ms = rw_now_ms();
+		full = (1u << nreqs) - 1;
+		for (unsigned int i = 0; i < nreqs && idx < 0; i++)
+			if (!(c->slot_used & (1u << i)) && e[i].tag == r->tag)
+				idx = (int)i;
+		if (c->sq_used[c->rr] + (int)nreqs > RW_IB_SQ_DEPTH)
+			return; /* room for notices first */
+		if (idx < 0) {
+			RW_WARN(RW_LOG_NET, "NET/IB: %s: send with tag %d matches no buffer of peer %s's "
+				"receive %u (GID %s): both fail", c->dev->name, r->tag, c->peer,
+				c->cts_seq, c->peer_gid);
+			for (unsigned int i = 0; i < nreqs; i++)
+				if (!(c->slot_used & (1u << i)) && post_notice(c, &e[i], i, RW_IB_IMM_ERR_TAG))
+					return;
+			r->rc = -EPROTO;
+			c->slot_used = (uint8_t)full;
+		} else if (r->size > e[idx].size) {
+			RW_WARN(RW_LOG_NET, "NET/IB: %s: message of %zu bytes (tag %d) is larger than "
+				"peer %s's receive buffer of %llu bytes (GID %s): both fail",
+				c->dev->name, r->size, r->tag, c->peer,
+				(unsigned long long)e[idx].size, c->peer_gid);
+			if (post_notice(c, &e[idx], (unsigned int)idx, RW_IB_IMM_ERR_SIZE))
+				return;
+			r->rc = -EMSGSIZE;
+			c->slot_used |= (uint8_t)(1u << idx);
+		} else {
+			int rc = post_pieces(c, r, &e[idx], (unsigned int)idx);
+
+			if (rc)
+				return; /* no room (retried later), or the comm failed */
+			r->matched = true;
+			c->slot_used |= (uint8_t)(1u << idx);
+		}
+		sendq_pop(c);
+		if (c->slot_used == full) {
+			c->slot_used = 0;
+			c->cts_seq = seq_next(c->cts_seq);
+		}
+	}
+}
+
+/* --- progress and the peer's health ------------------------------------------------------ */
+
+static void comm_watch(struct rw_ib_comm *c)
+{
+	uint64_t now;
+	char b;
+	ssize_t n;
+
+	if (c->failed || c->npending == 0)
+		return;
+	if (atomic_load(&c->dev->port_down)) {
+		RW_WARN(RW_LOG_NET, "NET/IB: %s port %u is down: %d request(s) to peer %s (GID %s) "
+			"fail", c->dev->name, c->dev->port, c->npending, c->peer, c->peer_gid);
+		rw_ib_comm_fail(c, -ENETDOWN);
+		return;
+	}
+	now = rw_now_ms();
+	if (now - c->progress_ms > (uint64_t)c->net->base.cfg.timeout_ms) {
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: no word from peer %s (GID %s, QPN %#x) for %llu ms "
+			"with %d request(s) pending (RINGWAY_TIMEOUT_MS)", c->dev->name, c->peer,
+			c->peer_gid, c->rqpn[0], (unsigned long long)(now - c->progress_ms),
+			c->npending);
+		rw_ib_comm_fail(c, -ETIMEDOUT);
+		return;
+	}
+	if (now == c->probe_ms)
+		return;
+	c->probe_ms = now;
+	/* the set-up connection stays silent; its end means the peer is gone */
+	n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		int e = n == 0 ? ECONNRESET : errno;
+
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s, QPN %#x) is gone (%s) with %d "
+			"request(s) pending", c->dev->name, c->peer, c->peer_gid, c->rqpn[0],
+			n == 0 ? "it closed the connection" : strerror(e), c->npending);
+		rw_ib_comm_fail(c, e == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
+	}
+}
+
+static void comm_progress(struct rw_ib_comm *c)
+{
+	comm_poll(c);
+	if (c->magic == RW_IB_SEND_MAGIC)
+		send_match(c);
+	comm_watch(c);
+}
+
+/* A comm of the given kind: 0, -EINVAL (wrong kind) or -EBADF (closed). */
+static int comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm **out)
+{
+	struct rw_ib_comm *c;
+
+	if (!base)
+		return -EINVAL;
+	c = rw_ib_comm_from(base);
+	if (c->magic == RW_IB_DEAD_MAGIC)
+		return -EBADF;
+	if (c->magic != kind)
+		return -EINVAL;
+	*out = c;
+	return 0;
+}
+
+int rw_ib_isend(struct rw_net_comm *base, void *data, size_t size, int tag,
+		struct rw_net_mr *mr, struct rw_net_req **req)
+{
+	struct rw_ib_comm *c;
+	struct rw_ib_mr *m;
+	struct rw_ib_req *r;
+	int rc = comm_check(base, RW_IB_SEND_MAGIC, &c);
+
+	if (rc)
+		return rc;
+	m = rw_ib_mr_of(c, mr);
+	if (!req || !data || !m)
+		return -EINVAL;
+	if (size > RW_IB_MAX_MSG) {
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: send of %zu bytes to peer %s exceeds %zu bytes",
+			c->dev->name, size, c->peer, RW_IB_MAX_MSG);
+		return -EMSGSIZE;
+	}
+	comm_progress(c);
+	if (c->failed)
+		return c->failed;
+	if (c->nsends >= RW_IB_FIFO_SLOTS || !(r = req_get(c, RW_IB_REQ_SEND))) {
+		*req = NULL;
+		return 0;
+	}
+	r->data = data;
+	r->size = size;
+	r->tag = tag;
+	r->lkey = m->lkey;
+	if (c->sendq_tail)
+		c->sendq_tail->next = r;
+	else
+		c->sendq = r;
+	c->sendq_tail = r;
+	send_match(c);
+	*req = &r->base;
+	return 0;
+}
+
+/* --- receiving ------------------------------------------------------------------------------- */
+
+int rw_ib_irecv(struct rw_net_comm *base, int n, void **data, const size_t *sizes,
+		const int *tags, struct rw_net_mr **mrs, struct rw_net_req **req)
+{
+	struct rw_ib_comm *c;
+	struct rw_ib_cts *st;
+	struct rw_ib_req *r;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+	uint32_t seq, slot;
+	uint32_t rkeys[RW_NET_MAX_RECVS];
+	int rc = comm_check(base, RW_IB_RECV_MAGIC, &c);
+
+	if (rc)
+		return rc;
+	if (!req || !data || !sizes || !tags || !mrs || n < 1 || n > RW_NET_MAX_RECVS)
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		struct rw_ib_mr *m = rw_ib_mr_of(c, mrs[i]);
+
+		if (!m || (!data[i] && sizes[i]))
+			return -EINVAL;
+		rkeys[i] = m->rkey;
+	}
+	comm_progress(c);
+	if (c->failed)
+		return c->failed;
+	if (c->nrecvs >= RW_IB_FIFO_SLOTS || c->sq_used[0] >= RW_IB_SQ_DEPTH ||
+	    !(r = req_get(c, RW_IB_REQ_RECV))) {
+		*req = NULL;
+		return 0;
+	}
+	seq = seq_next(c->recv_seq);
+	slot = seq % RW_IB_FIFO_SLOTS;
+	st = &c->stage[(size_t)slot * RW_NET_MAX_RECVS];
+	for (int i = 0; i < n; i++) {
+		st[i] = (struct rw_ib_cts){ .addr = (uintptr_t)data[i], .size = sizes[i],
+					    .rkey = rkeys[i], .tag = tags[i], .nreqs = (uint8_t)n,
+					    .idx = (uint8_t)i, .seq = seq };
+		st[i].check = rw_ib_cts_check(&st[i]);
+		r->cap[i] = sizes[i];
+	}
+	sge = (struct ibv_sge){ .addr = (uintptr_t)st,
+				.length = (uint32_t)((size_t)n * sizeof(*st)),
+				.lkey = c->stage_mr->lkey };
+	wr = (struct ibv_send_wr){
+		.wr_id = WR_ID(seq, 0, RW_IB_WR_CTRL),
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = c->rfifo_addr + (uint64_t)slot * RW_NET_MAX_RECVS *
+							      sizeof(*st),
+			     .rkey = c->rfifo_rkey },
+	};
+	rc = post_send(c, 0, &wr);
+	if (rc) {
+		req_put(c, r);
+		return rc;
+	}
+	r->seq = seq;
+	r->n = n;
+	r->left = n;
+	r->posted = true;
+	c->recv_seq = seq;
+	c->rreqs[slot] = r;
+	c->nrecvs++;
+	*req = &r->base;
+	return 0;
+}
+
+int rw_ib_iflush(struct rw_net_comm *base, int n, void **data, const int *sizes,
+		 struct rw_net_mr **mrs, struct rw_net_req **req)
+{
+	struct rw_ib_comm *c;
+	struct rw_ib_req *r;
+	int rc = comm_check(base, RW_IB_RECV_MAGIC, &c), reads = 0;
+	bool need = false;
+
+	if (rc)
+		return rc;
+	if (!req || !data || !sizes || !mrs || n < 1 || n > RW_NET_MAX_RECVS)
+		return -EINVAL;
+	for (int i = 0; i < n; i++) {
+		struct rw_ib_mr *m = rw_ib_mr_of(c, mrs[i]);
+
+		if (!m)
+			return -EINVAL;
+		need |= m->type == RW_PTR_CUDA && sizes[i] > 0;
+	}
+	if (c->failed)
+		return c->failed;
+	if (!need || !c->flush_qp) {
+		*req = NULL; /* host memory: nothing to make visible */
+		return 0;
+	}
+	if (c->sq_used[FLUSH_QPI] + n > RW_IB_SQ_DEPTH || !(r = req_get(c, RW_IB_REQ_FLUSH))) {
+		*req = NULL;
+		return -EAGAIN;
+	}
+	for (int i = 0; i < n; i++) {
+		struct rw_ib_mr *m = rw_ib_mr_of(c, mrs[i]);
+		struct ibv_sge sge = { .addr = (uintptr_t)&c->flush_buf, .length = 1,
+				       .lkey = c->flush_mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = WR_ID((uintptr_t)r, FLUSH_QPI, RW_IB_WR_FLUSH),
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { .remote_addr = (uintptr_t)data[i], .rkey = m->rkey },
+		};
+		struct ibv_send_wr *bad = NULL;
+
+		if (m->type != RW_PTR_CUDA || sizes[i] <= 0)
+			continue;
+		rc = ibv_post_send(c->flush_qp, &wr, &bad);
+		if (rc) {
+			RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_post_send(flush QP %#x, RDMA READ %p) "
+				"failed: %s", c->dev->name, c->flush_qp->qp_num, data[i], strerror(rc));
+			rw_ib_comm_fail(c, -rc);
+			break;
+		}
+		c->sq_used[FLUSH_QPI]++;
+		reads++;
+	}
+	r->pending = reads;
+	*req = &r->base;
+	return 0;
+}
+
+/* --- test -------------------------------------------------------------------------------- */
+
+static void recv_forget(struct rw_ib_comm *c, struct rw_ib_req *r)
+{
+	uint32_t slot = r->seq % RW_IB_FIFO_SLOTS;
+
+	if (r->posted && c->rreqs[slot] == r)
+		c->rreqs[slot] = NULL;
+	if (r->posted)
+		c->nrecvs--;
+}
+
+static void send_forget(struct rw_ib_comm *c, struct rw_ib_req *r)
+{
+	struct rw_ib_req **pp = &c->sendq, *prev = NULL;
+
+	for (; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp == r) {
+			*pp = r->next;
+			if (c->sendq_tail == r)
+				c->sendq_tail = prev;
+			return;
+		}
+	}
+}
+
+int rw_ib_test(struct rw_net_req *base, int *done, size_t *sizes)
+{
+	struct rw_ib_req *r;
+	struct rw_ib_comm *c;
+	int rc = 0;
+	bool fin = false;
+
+	if (!base || !done)
+		return -EINVAL;
+	r = rw_container_of(base, struct rw_ib_req, base);
+	if (r->magic != RW_IB_REQ_MAGIC || !r->base.comm)
+		return -EINVAL;
+	c = rw_ib_comm_from(r->base.comm);
+	comm_progress(c);
+	*done = 0;
+	switch (r->kind) {
+	case RW_IB_REQ_SEND:
+		if (r->rc || c->failed)
+			rc = r->rc ? r->rc : c->failed;
+		else if (r->matched && r->pending == 0)
+			fin = true;
+		if (fin && sizes)
+			sizes[0] = r->size;
+		if (rc || fin)
+			send_forget(c, r);
+		break;
+	case RW_IB_REQ_RECV:
+		if (r->rc || c->failed)
+			rc = r->rc ? r->rc : c->failed;
+		else if (r->left == 0)
+			fin = true;
+		if (fin && sizes)
+			for (int i = 0; i < r->n; i++)
+				sizes[i] = r->got_bytes[i];
+		if (rc || fin)
+			recv_forget(c, r);
+		break;
+	case RW_IB_REQ_FLUSH:
+		if (c->failed)
+			rc = c->failed;
+		else if (r->pending == 0)
+			fin = true;
+		break;
+	}
+	if (!rc && !fin)
+		return 0;
+	req_put(c, r);
+	if (rc)
+		return rc;
+	*done = 1;
+	return 0;
+}
