@@ -6,7 +6,8 @@
  *               detection, the async-event thread
  *   ib_net.c    create/destroy, the ops table, devices, listen, set-up
  *               address
- *   ib_conn.c   connect/accept state machines, QP set-up, comm lifetime
+ *   ib_conn.c   listeners, connect/accept state machines (TCP set-up)
+ *   ib_comm.c   comm resources, QPs to RTS, close
  *   ib_mr.c     the registration cache, reg_mr/reg_mr_dmabuf/dereg_mr
  *   ib_data.c   isend/irecv/iflush/test: CTS matching, pieces, completions
  *   ib_util.c   pure helpers and the live-object counters (ib.h)
@@ -382,6 +383,26 @@ struct rw_ib_mr {
 	int type;
 	uint32_t lkey, rkey;
 };
+
+/* ib_comm.c */
+/** A comm with its CQ, QPs in INIT, and FIFO (send) or CTS staging and
+ *  flush QP (receive).  \param[out] out set only on success. */
+int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const char *peer,
+		   struct rw_ib_comm **out);
+/** Free a comm that was never handed out. */
+void rw_ib_comm_discard(struct rw_ib_comm *c);
+/** Free a comm's resources and keep its shell on net->dead_comms. */
+void rw_ib_comm_bury(struct rw_ib_net *net, struct rw_ib_comm *c, bool listed);
+/** This side's set-up record. */
+void rw_ib_info_fill(const struct rw_ib_comm *c, uint64_t nonce, struct rw_ib_conn_info *m);
+/** NULL when the peer's record t fits (c may be NULL before the comm exists),
+ *  else what is wrong with it. */
+const char *rw_ib_info_check(const struct rw_ib_comm *c, const struct rw_ib_conn_info *t,
+			     uint64_t nonce);
+/** Every QP of c to RTS towards the peer's record; receive WRs posted. */
+int rw_ib_comm_connect_qps(struct rw_ib_comm *c, const struct rw_ib_conn_info *t);
+/** One INFO line: the comm is up. */
+void rw_ib_comm_announce(struct rw_ib_comm *c);
 
 /* ib_conn.c */
 int rw_ib_listen(struct rw_net *net, int dev, void *handle, struct rw_net_listen **out);
