@@ -1,13 +1,34 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * ringway public C API (libringway.so).
+ * ringway public C API (libringway.so): collectives over a pipelined,
+ * chunked, multi-channel ring (scatter-reduce, then allgather).
  *
- * Every function returns 0 or a negative errno; rw_strerror() describes it.
- * The collective API (rw_comm_init, rw_allreduce, ...) arrives with the ring
- * engine.
+ * Conventions.
+ *  - Every function returns 0 or a negative errno; rw_strerror() says what
+ *    it means.  A call that fails has no effect on the buffers it was given
+ *    beyond what the collective had written when it failed.
+ *  - Collectives block until this rank's part is done.  Every rank of the
+ *    communicator must call the same collectives in the same order with the
+ *    same count, dtype, op and root; a communicator is used by one thread at
+ *    a time.
+ *  - Buffers may be host memory or CUDA device memory (sendbuf and recvbuf
+ *    both of one kind).  Device memory is staged through host memory and
+ *    reduced by ringway's CUDA kernels on the calling thread's current
+ *    device.
+ *  - Out of place (sendbuf != recvbuf) and in place work for every
+ *    collective; the in-place forms are given with each.
+ *  - Peers that die or stall: a collective that cannot progress for
+ *    RINGWAY_TIMEOUT_MS (default 30 s), or whose peer's connection breaks,
+ *    fails on every rank (-ETIMEDOUT, -ECONNRESET, -ECONNABORTED, ...) with
+ *    a warning naming the failed rank; the communicator is then only good
+ *    for rw_comm_destroy().
+ *  - Tuning: RINGWAY_CHUNK_BYTES, RINGWAY_NCHANNELS, RINGWAY_ALGO=ring|ps,
+ *    RINGWAY_TRANSPORT (see the README for every variable).
  */
 #ifndef RINGWAY_H
 #define RINGWAY_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,11 +40,103 @@ extern "C" {
 #define RW_API
 #endif
 
+/** A communicator: nranks processes joined in rings. */
+typedef struct rw_comm rw_comm_t;
+
+/** Element types; the values are ncclDataType_t's. */
+typedef enum {
+	RW_INT8 = 0,
+	RW_UINT8 = 1,
+	RW_INT32 = 2,
+	RW_UINT32 = 3,
+	RW_INT64 = 4,
+	RW_UINT64 = 5,
+	RW_FLOAT16 = 6,
+	RW_FLOAT32 = 7,
+	RW_FLOAT64 = 8,
+	RW_BFLOAT16 = 9,
+	RW_FLOAT8E4M3 = 10,
+	RW_FLOAT8E5M2 = 11,
+} rw_dtype_t;
+
+/**
+ * Reductions; the values are ncclRedOp_t's.  Integers wrap in sum and
+ * prod; RW_AVG sums, then divides once by nranks (integers truncate toward
+ * zero); float16, bfloat16 and fp8 are computed in float32 and rounded once
+ * per operation.
+ */
+typedef enum {
+	RW_SUM = 0,
+	RW_PROD = 1,
+	RW_MAX = 2,
+	RW_MIN = 3,
+	RW_AVG = 4,
+} rw_op_t;
+
 /** "0.1.0": the library's version. */
 RW_API const char *rw_version(void);
 
 /** Text for a value returned by a ringway call (0 or -errno).  Static. */
 RW_API const char *rw_strerror(int err);
+
+/**
+ * Join a communicator of nranks ranks as rank `rank`.  Collective: every
+ * rank calls it, and it returns once all have joined and the rings are
+ * connected (at most RINGWAY_TIMEOUT_MS per phase).
+ *
+ * \param[out] comm set only on success; free with rw_comm_destroy().
+ * \param rendezvous rank 0's "host:port" ("[v6addr]:port" for IPv6): rank 0
+ *   listens there (on every address of that port), the others connect to
+ *   it.  NULL reads RINGWAY_ROOT, then torchrun's MASTER_ADDR and
+ *   MASTER_PORT, using port MASTER_PORT + 1 (torchrun's own store holds
+ *   MASTER_PORT).  Ignored when nranks is 1.
+ * \return 0; -EINVAL (bad arguments, no rendezvous known); -ETIMEDOUT (a
+ *   rank did not join in time); -EADDRINUSE (rank 0 cannot listen);
+ *   -EPROTO (ranks disagree on nranks, or two claim one rank); -ENODEV (no
+ *   usable network interface); -ENOMEM.
+ */
+RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank,
+			const char *rendezvous);
+
+/**
+ * recvbuf[i] = op over all ranks of sendbuf[i], for i < count, on every rank.
+ * In place: sendbuf == recvbuf.  Every collective accepts a count of 0 (and
+ * counts smaller than nranks) and then returns at once.
+ */
+RW_API int rw_allreduce(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
+			size_t count, rw_dtype_t dtype, rw_op_t op);
+
+/**
+ * sendbuf holds nranks * recvcount elements; rank r receives in recvbuf the
+ * reduction over all ranks of elements [r * recvcount, (r + 1) * recvcount).
+ * In place: recvbuf == sendbuf + rank * recvcount (in elements).
+ */
+RW_API int rw_reduce_scatter(rw_comm_t *comm, const void *sendbuf,
+			     void *recvbuf, size_t recvcount, rw_dtype_t dtype,
+			     rw_op_t op);
+
+/**
+ * Every rank contributes sendcount elements; recvbuf (nranks * sendcount
+ * elements) receives rank r's at [r * sendcount, (r + 1) * sendcount) on
+ * every rank.  In place: sendbuf == recvbuf + rank * sendcount.
+ */
+RW_API int rw_allgather(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
+			size_t sendcount, rw_dtype_t dtype);
+
+/**
+ * Copy count elements of root's sendbuf into every rank's recvbuf.
+ * sendbuf is read on the root only (others may pass NULL).  In place:
+ * sendbuf == recvbuf on the root.
+ */
+RW_API int rw_broadcast(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
+			size_t count, rw_dtype_t dtype, int root);
+
+/**
+ * Leave and free the communicator.  Waits (bounded) for the other ranks to
+ * leave too, unless the communicator failed.  NULL is ignored.
+ * \return 0, or the error of that last wait (everything is freed anyway).
+ */
+RW_API int rw_comm_destroy(rw_comm_t *comm);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The links of a comm: every send link connects to its peer's listen handle
+ * and sends a hello (rank, link id); every accepted connection is matched to
+ * its receive link by that hello, so one listener per rank serves all
+ * channels and links, whatever order the connections arrive in.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/coll_internal.h"
+#include "common/rw_log.h"
+
+#define HELLO_MAGIC 0x4c485752u /* "RWHL" */
+#define HELLO_VERSION 1
+
+struct hello {
+	uint32_t magic;
+	uint32_t version;
+	int32_t rank;
+	int32_t nranks;
+	int32_t id;
+};
+static_assert(sizeof(struct hello) <= RW_COLL_CTL_BYTES, "hello fits the ctl buffer");
+
+/* An accepted connection whose hello has not arrived yet. */
+struct pending {
+	struct rw_net_comm *comm;
+	struct rw_coll_ctl *ctl;
+	struct rw_net_req *req;
+};
+
+static int ctl_open(struct rw_net_comm *comm, struct rw_coll_ctl **out)
+{
+	struct rw_coll_ctl *ctl = calloc(1, sizeof(*ctl));
+	int rc;
+
+	if (!ctl)
+		return -ENOMEM;
+	rc = rw_net_reg_mr(comm, ctl->buf, sizeof(ctl->buf), RW_PTR_HOST, &ctl->mr);
+	if (rc) {
+		free(ctl);
+		return rc;
+	}
+	*out = ctl;
+	return 0;
+}
+
+static void ctl_close(struct rw_net_comm *comm, struct rw_coll_ctl *ctl)
+{
+	if (!ctl)
+		return;
+	if (comm && ctl->mr)
+		rw_net_dereg_mr(comm, ctl->mr);
+	free(ctl);
+}
+
+static void close_comm(struct rw_net_comm *comm, bool is_send)
+{
+	if (is_send)
+		rw_net_close_send(comm);
+	else
+		rw_net_close_recv(comm);
+}
+
+static const char *link_name(const struct rw_coll_link *l, char *buf, size_t len)
+{
+	if (rw_link_is_ctrl(l))
+		snprintf(buf, len, "control link");
+	else if (l->id == RW_LINK_PS)
+		snprintf(buf, len, "ps link");
+	else
+		snprintf(buf, len, "channel %d", l->id);
+	return buf;
+}
+
+/* One step of a send link: connect, register, say hello, see it leave.
+ * 1 when the link is ready. */
+static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l,
+		     const void *const *handles, bool *progressed)
+{
+	int rc, done = 0;
+
+	if (!l->comm) {
+		rc = rw_net_connect(c->net, c->dev, handles[l->peer], &l->comm);
+		if (rc || !l->comm)
+			return rc;
+		*progressed = true;
+		rc = ctl_open(l->comm, &l->ctl);
+		if (rc)
+			return rc;
+		*(struct hello *)l->ctl->buf = (struct hello){
+			.magic = HELLO_MAGIC, .version = HELLO_VERSION,
+			.rank = c->rank, .nranks = c->nranks, .id = l->id };
+	}
+	if (!l->ctl_req) {
+		rc = rw_net_isend(l->comm, l->ctl->buf, sizeof(struct hello), RW_COLL_TAG,
+				  l->ctl->mr, &l->ctl_req);
+		if (rc || !l->ctl_req)
+			return rc;
+		*progressed = true;
+	}
+	rc = rw_net_test(l->ctl_req, &done, NULL);
+	if (rc) {
+		l->ctl_req = NULL; /* test frees on error */
+		return rc;
+	}
+	if (!done)
+		return 0;
+	l->ctl_req = NULL;
+	*progressed = true;
+	return 1;
+}
+
+/* The receive link a hello names, or NULL. */
+static struct rw_coll_link *match_hello(struct rw_coll_comm *c, const struct hello *h)
+{
+	for (int i = 0; i < c->nlinks; i++) {
+		struct rw_coll_link *l = &c->links[i];
+
+		if (!l->is_send && !l->comm && l->peer == h->rank && l->id == h->id)
+			return l;
+	}
+	return NULL;
+}
+
+/* One step of an accepted connection: post the hello receive, match it.
+ * 1 when it was handed to its link. */
+static int pending_step(struct rw_coll_comm *c, struct pending *p, bool *progressed)
+{
+	size_t size = RW_COLL_CTL_BYTES, got = 0;
+	int tag = RW_COLL_TAG, done = 0, rc;
+	void *data = p->ctl->buf;
+	const struct hello *h = (const void *)p->ctl->buf;
+	struct rw_coll_link *l;
+
+	if (!p->req) {
+		rc = rw_net_irecv(p->comm, 1, &data, &size, &tag, &p->ctl->mr, &p->req);
+		if (rc || !p->req)
+			return rc;
+		*progressed = true;
+	}
+	rc = rw_net_test(p->req, &done, &got);
+	if (rc) {
+		p->req = NULL;
+		return rc;
+	}
+	if (!done)
+		return 0;
+	p->req = NULL;
+	*progressed = true;
+	if (got != sizeof(*h) || h->magic != HELLO_MAGIC || h->version != HELLO_VERSION ||
+	    h->nranks != c->nranks || !(l = match_hello(c, h))) {
+		RW_WARN(RW_LOG_INIT | RW_LOG_COLL,
+			"coll: rank %d: unexpected hello (%zu bytes: rank %d of %d, link %d): "
+			"is another job using this listener?",
+			c->rank, got, got >= sizeof(*h) ? h->rank : -1,
+			got >= sizeof(*h) ? h->nranks : -1, got >= sizeof(*h) ? h->id : -1);
+		return -EPROTO;
+	}
+	l->comm = p->comm;
+	l->ctl = p->ctl;
+	p->comm = NULL;
+	p->ctl = NULL;
+	return 1;
+}
+
+static void report_missing(const struct rw_coll_comm *c, const bool *ready)
+{
+	char missing[512] = "", one[64];
+	size_t used = 0;
+
+	for (int i = 0; i < c->nlinks && used < sizeof(missing) - 1; i++) {
+		const struct rw_coll_link *l = &c->links[i];
+		int n;
+
+		if (ready[i])
+			continue;
+		n = snprintf(missing + used, sizeof(missing) - used, "%s%s %s rank %d (%s)",
+			     used ? ", " : "", link_name(l, one, sizeof(one)),
+			     l->is_send ? "to" : "from", l->peer, c->names[l->peer]);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	RW_WARN(RW_LOG_INIT | RW_LOG_COLL,
+		"coll: rank %d: connections not up within RINGWAY_TIMEOUT_MS=%d: %s",
+		c->rank, c->timeout_ms, missing);
+}
+
+int rw_coll_links_connect(struct rw_coll_comm *c, const void *const *handles,
+			  struct rw_net_listen *listen)
+{
+	uint64_t deadline = rw_now_ms() + (uint64_t)c->timeout_ms;
+	unsigned nrecv = 0;
+	int accepted = 0, left = c->nlinks, rc = 0;
+	struct pending *pend;
+	bool *ready;
+
+	for (int i = 0; i < c->nlinks; i++)
+		nrecv += !c->links[i].is_send;
+	pend = calloc((size_t)nrecv + 1, sizeof(*pend));
+	ready = calloc((size_t)c->nlinks + 1, sizeof(*ready));
+	if (!pend || !ready) {
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	while (left > 0) {
+		bool progressed = false;
+
+		for (int i = 0; i < c->nlinks && !rc; i++) {
+			struct rw_coll_link *l = &c->links[i];
+
+			if (!l->is_send || ready[i])
+				continue;
+			rc = send_step(c, l, handles, &progressed);
+			if (rc == 1) {
+				ready[i] = true;
+				left--;
+				rc = 0;
+			}
+		}
+		if (!rc && (unsigned)accepted < nrecv) {
+			struct rw_net_comm *comm = NULL;
+
+			rc = rw_net_accept(listen, &comm);
+			if (!rc && comm) {
+				pend[accepted].comm = comm;
+				rc = ctl_open(comm, &pend[accepted].ctl);
+				accepted++;
+				progressed = true;
+			}
+		}
+		for (int i = 0; i < accepted && !rc; i++) {
+			if (!pend[i].comm)
+				continue;
+			rc = pending_step(c, &pend[i], &progressed);
+			if (rc == 1) {
+				left--;
+				rc = 0;
+			}
+		}
+		for (int i = 0; i < c->nlinks; i++) {
+			if (!c->links[i].is_send && c->links[i].comm && !ready[i])
+				ready[i] = true;
+		}
+		if (rc)
+			goto out_free; /* the transport or the hello check logged it */
+		if (left > 0 && rw_now_ms() > deadline) {
+			report_missing(c, ready);
+			rc = -ETIMEDOUT;
+			goto out_free;
+		}
+		if (!progressed)
+			usleep(200);
+	}
+
+out_free:
+	if (pend) {
+		for (int i = 0; i < accepted; i++) {
+			if (!pend[i].comm)
+				continue;
+			if (pend[i].req)
+				free(pend[i].ctl); /* the close below takes the mr */
+			else
+				ctl_close(pend[i].comm, pend[i].ctl);
+			rw_net_close_recv(pend[i].comm); /* cancels its hello receive */
+		}
+	}
+	free(pend);
+	free(ready);
+	return rc;
+}
+
+void rw_coll_links_close(struct rw_coll_comm *c)
+{
+	for (int i = 0; i < c->nlinks; i++) {
+		struct rw_coll_link *l = &c->links[i];
+
+		if (!l->comm) {
+			free(l->ctl);
+			l->ctl = NULL;
+			continue;
+		}
+		if (l->ctl_req) {
+			/* a request still uses the buffer: closing cancels it and
+			 * takes its registration along */
+			free(l->ctl);
+		} else {
+			ctl_close(l->comm, l->ctl);
+		}
+		l->ctl = NULL;
+		l->ctl_req = NULL;
+		close_comm(l->comm, l->is_send);
+		l->comm = NULL;
+	}
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the engine's files share (coll/ only; the API is rw_coll.h):
+ *   coll_conn.c   the links: connection setup over rw_net with a hello
+ *   coll_comm.c   the comm: links, staging, registrations, the op queue,
+ *                 failure detection and notices
+ *   ring_op.c     the ring collectives' per-channel state machine
+ *   ps.c          RINGWAY_ALGO=ps: everything through rank 0
+ *   coll_mem.c    where data lives (host or device) and how it moves
+ */
+#ifndef RW_COLL_INTERNAL_H
+#define RW_COLL_INTERNAL_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/ring_plan.h"
+#include "coll/rw_coll.h"
+
+/* Pipeline depth: staging slots per channel (receives in flight that need
+ * a buffer), sends in flight, and the ring of per-message records. */
+#define RW_COLL_NSLOTS 8
+#define RW_COLL_MAX_RECVS 8
+#define RW_COLL_MAX_SENDS 8
+#define RW_COLL_WINDOW 32 /* power of two, > NSLOTS + MAX_RECVS */
+
+#define RW_COLL_TAG 0x7277 /* every data message */
+#define RW_COLL_CTL_BYTES 32
+
+/* Link ids carried by the hello: channels are 0..nchannels-1.  Failure
+ * notices travel both ways round the ring, so there are two control links
+ * per neighbour pair: CTRL_FWD (rank -> rank+1) and CTRL_BWD (rank -> rank-1). */
+#define RW_LINK_CTRL_FWD 0x10000
+#define RW_LINK_CTRL_BWD 0x10001
+#define RW_LINK_PS 0x10002
+
+/** A registered little buffer for hellos and failure notices. */
+struct rw_coll_ctl {
+	uint8_t buf[RW_COLL_CTL_BYTES];
+	struct rw_net_mr *mr;
+};
+
+/** One direction of one connection. */
+struct rw_coll_link {
+	struct rw_net_comm *comm;
+	int peer;
+	bool is_send;
+	int id;                     /**< channel, RW_LINK_CTRL_* or RW_LINK_PS */
+	struct rw_coll_ctl *ctl;
+	struct rw_net_req *ctl_req; /**< ctrl links: the notice in flight */
+};
+
+/** Host staging of one channel, registered once on its two links. */
+struct rw_coll_stage {
+	char *buf;                  /**< NSLOTS * stride bytes */
+	struct rw_net_mr *mr_send;  /**< buf on the send link */
+	struct rw_net_mr *mr_recv;  /**< buf on the recv link */
+	/* device collectives only, allocated at the first one */
+	char *dev;                  /**< NSLOTS * stride bytes of device memory */
+	char *out;                  /**< NSLOTS * stride pinned host, sends */
+	struct rw_net_mr *out_mr;   /**< out on the send link */
+	void *stream;
+};
+
+struct rw_coll_mr {
+	void *data;
+	size_t size;
+	int type;
+	int nlinks;
+	struct rw_net_mr *mrs[];    /**< per link (NULL on ctrl links) */
+};
+
+enum rw_coll_state {
+	RW_COLL_QUEUED,
+	RW_COLL_RUNNING,
+	RW_COLL_DONE,
+	RW_COLL_FAILED,
+};
+
+/** Where the buffers of a collective live. */
+enum rw_coll_mem {
+	RW_COLL_MEM_HOST,
+	RW_COLL_MEM_DEVICE,
+};
+
+struct rw_coll_req;
+
+/** One algorithm: start its state, advance it, free it. */
+struct rw_coll_algo_ops {
+	const char *name;
+	int (*init)(struct rw_coll_req *r);
+	/** *progressed set when anything moved; 1 when finished. */
+	int (*progress)(struct rw_coll_req *r, bool *progressed);
+	/** Fill where/step/chunk of what r waits for, for the timeout warning. */
+	void (*waiting)(const struct rw_coll_req *r, int *peer, int *step,
+			size_t *chunk, const char **what);
+	void (*fini)(struct rw_coll_req *r);
+};
+
+extern const struct rw_coll_algo_ops rw_coll_ring_ops;
+extern const struct rw_coll_algo_ops rw_coll_ps_ops;
+
+struct rw_coll_req {
+	struct rw_coll_comm *comm;
+	struct rw_coll_req *next;   /**< the comm's queue */
+	const struct rw_coll_algo_ops *ops;
+	enum rw_coll_state state;
+	int rc;
+	struct rw_coll_args a;      /**< seg arrays point into seg below */
+	size_t *seg;                /**< 2 * nranks: offsets, counts */
+	enum rw_coll_mem mem;
+	size_t esize;
+	enum rw_op redop;           /**< op used for reductions (avg -> sum) */
+	size_t space;               /**< elements of the element space */
+	size_t src_base, dst_base;  /**< element offset of sendbuf / recvbuf */
+	size_t bytes;               /**< received into recvbuf */
+	bool own_send_mr, own_recv_mr;
+	uint64_t last_progress_ms;
+	int nvtx_depth;
+	void *algo;                 /**< the algorithm's state */
+};
+
+struct rw_coll_comm {
+	struct rw_net *net;
+	int dev;
+	int nranks, rank;
+	int nchannels;
+	enum rw_coll_algo algo;
+	size_t chunk_bytes;         /**< stride of a staging slot */
+	int timeout_ms;
+	char (*names)[64];          /**< per rank, for messages */
+	struct rw_coll_link *links;
+	int nlinks;
+	int ps_first;               /**< index of the first ps link, or -1 */
+	struct rw_coll_stage *stage; /**< per channel */
+	struct rw_coll_stage *ps_stage; /**< per ps recv link, or NULL */
+	int nps;                    /**< ps link pairs */
+	int ndev_ops;               /**< device collectives ever run */
+	struct rw_coll_req *head, *tail;
+	uint64_t moves;             /**< times anything moved (waiters back off) */
+	int error;                  /**< sticky */
+	int failed_rank;            /**< who failed, -1 if unknown */
+};
+
+/* Link indices: channel links first, then the four control links
+ * (send next, recv prev, send prev, recv next), then the ps star. */
+static inline int rw_link_send(int ch)
+{
+	return 2 * ch;
+}
+
+static inline int rw_link_recv(int ch)
+{
+	return 2 * ch + 1;
+}
+
+static inline int rw_link_ctrl(const struct rw_coll_comm *c, int i)
+{
+	return 2 * c->nchannels + i;
+}
+
+static inline bool rw_link_is_ctrl(const struct rw_coll_link *l)
+{
+	return l->id == RW_LINK_CTRL_FWD || l->id == RW_LINK_CTRL_BWD;
+}
+
+/* --- coll_conn.c ------------------------------------------------------------ */
+
+/**
+ * Connect every link of c (peer, is_send and id filled in): sends connect
+ * to handles[peer] and say hello, receives are accepted on listen and
+ * matched by their hello.  Blocks up to c->timeout_ms.
+ */
+int rw_coll_links_connect(struct rw_coll_comm *c, const void *const *handles,
+			  struct rw_net_listen *listen);
+
+/** Close every link that is open. */
+void rw_coll_links_close(struct rw_coll_comm *c);
+
+/* --- coll_comm.c ------------------------------------------------------------ */
+
+/**
+ * Record a failure detected by this rank while running r: sets the comm's
+ * sticky error, logs the one warning (peer rank and name, what, step,
+ * chunk) and tells the rest of the ring.  A connection error first gives a
+ * failure notice from the neighbours a moment to arrive, so that a rank
+ * which closed its links because a third rank died is not blamed.
+ * \return the comm's error, for "return rw_coll_fail(...)".
+ */
+int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what,
+		 int step, size_t chunk);
+
+/** Stage of the ps links (rank 0: one per peer), allocated at first use. */
+int rw_coll_stage_ps(struct rw_coll_comm *c);
+
+/** Append a started collective to the comm's queue. */
+int rw_coll_enqueue(struct rw_coll_req *r);
+void rw_coll_req_free(struct rw_coll_req *r);
+
+/* --- coll_start.c ------------------------------------------------------------ */
+
+/**
+ * The collective reaches the head of the queue: the local copies that come
+ * before any message (allgather's own block, the broadcast root's buffer,
+ * one rank's whole buffer) and the NVTX range.
+ */
+int rw_coll_activate(struct rw_coll_req *r);
+
+/** The registration of mr on link l (NULL when mr is NULL). */
+static inline struct rw_net_mr *rw_coll_mr_on(const struct rw_coll_mr *mr, int l)
+{
+	return mr ? mr->mrs[l] : NULL;
+}
+
+/* --- coll_mem.c --------------------------------------------------------------- */
+
+/** Host or device, for a pair of user buffers; -EINVAL when mixed. */
+int rw_coll_mem_classify(const void *a, const void *b, enum rw_coll_mem *out);
+
+/** Make sure channel staging for device collectives exists. */
+int rw_coll_stage_device(struct rw_coll_comm *c);
+/** Free a stage's device part (its out_mr is already deregistered). */
+void rw_coll_stage_device_free(struct rw_coll_stage *s);
+
+/** Copy bytes between user buffers of the collective's memory. */
+int rw_coll_copy(const struct rw_coll_req *r, void *dst, const void *src,
+		 size_t bytes);
+
+/**
+ * dst = local op slot (count elements), in the collective's memory: on
+ * the host directly; on a device through the channel's device scratch.
+ * final: the last step of the reduction (avg divides here).
+ * fwd_host (device only, may be NULL): also bring the result back there.
+ */
+int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst,
+		 const void *local, void *slot, int slot_idx, size_t count,
+		 bool final, void *fwd_host);
+
+/** Device only: slot (host) -> dst (device); and dev src -> host out. */
+int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst,
+		const void *slot, size_t bytes);
+int rw_coll_d2h(const struct rw_coll_req *r, int ch, void *dst,
+		const void *src, size_t bytes);
+
+#endif /* RW_COLL_INTERNAL_H */

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Starting a collective: argument checks, the segment layout, the choice
+ * of memory (host or device) and algorithm, registrations of the user's
+ * buffers; then the blocking wait used by the C API and the tools.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/coll_internal.h"
+#include "common/rw_log.h"
+#include "common/rw_nvtx.h"
+
+static const char *const kind_names[] = {
+	[RW_COLL_ALLREDUCE] = "allreduce",
+	[RW_COLL_REDUCE_SCATTER] = "reduce-scatter",
+	[RW_COLL_ALLGATHER] = "allgather",
+	[RW_COLL_BROADCAST] = "broadcast",
+};
+static_assert(RW_ARRAY_SIZE(kind_names) == RW_COLL_KIND_COUNT, "kind names");
+
+/* NVTX range names must outlive the range: literals. */
+static const char *const nvtx_names[] = {
+	[RW_COLL_ALLREDUCE] = "ringway allreduce",
+	[RW_COLL_REDUCE_SCATTER] = "ringway reduce-scatter",
+	[RW_COLL_ALLGATHER] = "ringway allgather",
+	[RW_COLL_BROADCAST] = "ringway broadcast",
+};
+static_assert(RW_ARRAY_SIZE(nvtx_names) == RW_COLL_KIND_COUNT, "nvtx names");
+
+const char *rw_coll_kind_name(enum rw_coll_kind kind)
+{
+	return (unsigned)kind < RW_COLL_KIND_COUNT ? kind_names[kind] : "invalid";
+}
+
+bool rw_coll_reduce_supported(int dtype, int op)
+{
+	/* the kernels reduce every type of rw_types.def with every op */
+	return dtype >= 0 && dtype < RW_DTYPE_COUNT && op >= 0 && op < RW_OP_COUNT &&
+	       rw_dtype_size((enum rw_dtype)dtype) != 0;
+}
+
+static bool reduces(enum rw_coll_kind k)
+{
+	return k == RW_COLL_ALLREDUCE || k == RW_COLL_REDUCE_SCATTER;
+}
+
+static int bad(const struct rw_coll_comm *c, const struct rw_coll_args *a, const char *why)
+{
+	RW_WARN(RW_LOG_COLL, "coll: rank %d: %s(count=%zu, dtype=%d, op=%d, root=%d): %s",
+		c->rank, rw_coll_kind_name(a->kind), a->count, (int)a->dtype, (int)a->op,
+		a->root, why);
+	return -EINVAL;
+}
+
+static int check_args(const struct rw_coll_comm *c, const struct rw_coll_args *a)
+{
+	size_t es;
+
+	if ((unsigned)a->kind >= RW_COLL_KIND_COUNT)
+		return bad(c, a, "unknown collective");
+	es = rw_dtype_size(a->dtype);
+	if (!es)
+		return bad(c, a, "unknown datatype");
+	if (reduces(a->kind) && ((int)a->op < 0 || (int)a->op >= RW_OP_COUNT))
+		return bad(c, a, "unknown reduction op");
+	if (a->kind == RW_COLL_BROADCAST && (a->root < 0 || a->root >= c->nranks))
+		return bad(c, a, "root is not a rank");
+	if (a->count > SIZE_MAX / es / (size_t)c->nranks)
+		return bad(c, a, "the buffer size overflows");
+	if (!a->seg_off != !a->seg_count)
+		return bad(c, a, "give both seg_off and seg_count, or neither");
+	if (a->seg_off && a->kind != RW_COLL_REDUCE_SCATTER && a->kind != RW_COLL_ALLGATHER)
+		return bad(c, a, "segment layouts are for reduce-scatter and allgather");
+	return 0;
+}
+
+/* Segments, element space and buffer bases of r. */
+static int layout(struct rw_coll_req *r)
+{
+	const struct rw_coll_args *a = &r->a;
+	int p = r->comm->nranks, me = r->comm->rank;
+	int nseg = a->kind == RW_COLL_BROADCAST ? 1 : p;
+	size_t *off, *cnt;
+
+	r->seg = calloc(2 * (size_t)nseg, sizeof(size_t));
+	if (!r->seg)
+		return -ENOMEM;
+	off = r->seg;
+	cnt = r->seg + nseg;
+	switch (a->kind) {
+	case RW_COLL_ALLREDUCE:
+		rw_ring_split(a->count, p, off, cnt);
+		r->space = a->count;
+		break;
+	case RW_COLL_BROADCAST:
+		cnt[0] = a->count;
+		r->space = a->count;
+		break;
+	default:
+		r->space = 0;
+		for (int i = 0; i < p; i++) {
+			off[i] = a->seg_off ? a->seg_off[i] : (size_t)i * a->count;
+			cnt[i] = a->seg_count ? a->seg_count[i] : a->count;
+			if (off[i] > SIZE_MAX / r->esize - cnt[i] ||
+			    off[i] + cnt[i] > SIZE_MAX / r->esize)
+				return bad(r->comm, a, "a segment overflows");
+			r->space = RW_MAX(r->space, off[i] + cnt[i]);
+		}
+		if (a->kind == RW_COLL_REDUCE_SCATTER)
+			r->dst_base = off[me];
+		else
+			r->src_base = off[me];
+		break;
+	}
+	r->a.seg_off = off;
+	r->a.seg_count = cnt;
+	return 0;
+}
+
+/* Bytes of sendbuf and recvbuf the collective touches. */
+static void buffer_bytes(const struct rw_coll_req *r, size_t *src, size_t *dst)
+{
+	const struct rw_coll_args *a = &r->a;
+	size_t own = a->seg_count[a->kind == RW_COLL_BROADCAST ? 0 : r->comm->rank];
+
+	switch (a->kind) {
+	case RW_COLL_REDUCE_SCATTER:
+		*src = r->space * r->esize;
+		*dst = own * r->esize;
+		break;
+	case RW_COLL_ALLGATHER:
+		*src = own * r->esize;
+		*dst = r->space * r->esize;
+		break;
+	case RW_COLL_BROADCAST:
+		*src = r->comm->rank == a->root ? a->count * r->esize : 0;
+		*dst = a->count * r->esize;
+		break;
+	default:
+		*src = *dst = a->count * r->esize;
+		break;
+	}
+}
+
+static int register_buffers(struct rw_coll_req *r, size_t src_bytes, size_t dst_bytes)
+{
+	struct rw_coll_comm *c = r->comm;
+	int rc;
+
+	if (!r->a.send_mr && src_bytes) {
+		rc = rw_coll_reg_mr(c, (void *)r->a.sendbuf, src_bytes, RW_PTR_HOST,
+				    &r->a.send_mr);
+		if (rc)
+			return rc;
+		r->own_send_mr = true;
+	}
+	if (!r->a.recv_mr && dst_bytes) {
+		rc = rw_coll_reg_mr(c, r->a.recvbuf, dst_bytes, RW_PTR_HOST, &r->a.recv_mr);
+		if (rc)
+			return rc;
+		r->own_recv_mr = true;
+	}
+	return 0;
+}
+
+static void unregister_buffers(struct rw_coll_req *r)
+{
+	if (r->own_send_mr)
+		rw_coll_dereg_mr(r->comm, r->a.send_mr);
+	if (r->own_recv_mr)
+		rw_coll_dereg_mr(r->comm, r->a.recv_mr);
+	r->own_send_mr = r->own_recv_mr = false;
+}
+
+int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a,
+		  struct rw_coll_req **out)
+{
+	struct rw_coll_req *r;
+	size_t src_bytes, dst_bytes;
+	int rc;
+
+	if (!c || !a || !out) {
+		RW_WARN(RW_LOG_COLL, "coll: start(comm=%p, args=%p, req=%p): bad arguments",
+			(void *)c, (const void *)a, (void *)out);
+		return -EINVAL;
+	}
+	if (c->error)
+		return c->error; /* logged when it happened */
+	rc = check_args(c, a);
+	if (rc)
+		return rc;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->comm = c;
+	r->a = *a;
+	r->a.send_mr = a->send_mr;
+	r->a.recv_mr = a->recv_mr;
+	r->esize = rw_dtype_size(a->dtype);
+	r->redop = a->op == RW_OP_AVG ? RW_OP_SUM : a->op;
+	rc = layout(r);
+	if (rc)
+		goto err_free;
+	buffer_bytes(r, &src_bytes, &dst_bytes);
+	if ((src_bytes && !a->sendbuf) || (dst_bytes && !a->recvbuf)) {
+		rc = bad(c, a, "NULL buffer");
+		goto err_free;
+	}
+	r->bytes = dst_bytes;
+	rc = rw_coll_mem_classify(src_bytes ? a->sendbuf : NULL, dst_bytes ? a->recvbuf : NULL,
+				  &r->mem);
+	if (rc)
+		goto err_free;
+	r->ops = &rw_coll_ring_ops;
+	if (c->algo == RW_COLL_ALGO_PS && a->kind == RW_COLL_ALLREDUCE && c->nranks > 1) {
+		if (r->mem == RW_COLL_MEM_HOST)
+			r->ops = &rw_coll_ps_ops;
+		else
+			RW_INFO(RW_LOG_COLL, "coll: RINGWAY_ALGO=ps is host memory only; ring used");
+	}
+	if (c->nranks > 1 && r->mem == RW_COLL_MEM_DEVICE) {
+		rc = rw_coll_stage_device(c);
+		if (rc)
+			goto err_free;
+	}
+	if (c->nranks > 1 && r->mem == RW_COLL_MEM_HOST) {
+		rc = register_buffers(r, src_bytes, dst_bytes);
+		if (rc)
+			goto err_unregister;
+	}
+	rc = r->ops->init(r);
+	if (rc)
+		goto err_unregister;
+	rw_coll_enqueue(r);
+	*out = r;
+	return 0;
+
+err_unregister:
+	unregister_buffers(r);
+err_free:
+	rw_coll_req_free(r);
+	return rc;
+}
+
+int rw_coll_activate(struct rw_coll_req *r)
+{
+	const struct rw_coll_args *a = &r->a;
+	int p = r->comm->nranks, me = r->comm->rank, rc = 0;
+	const char *src = a->sendbuf;
+	char *dst = a->recvbuf;
+	size_t es = r->esize;
+
+	RW_NVTX_PUSH(nvtx_names[a->kind]);
+	r->nvtx_depth = 1;
+	switch (a->kind) {
+	case RW_COLL_ALLREDUCE:
+		if (p == 1 && src != dst)
+			rc = rw_coll_copy(r, dst, src, a->count * es);
+		break;
+	case RW_COLL_REDUCE_SCATTER:
+		if (p == 1 && src + a->seg_off[0] * es != dst)
+			rc = rw_coll_copy(r, dst, src + a->seg_off[0] * es, a->seg_count[0] * es);
+		break;
+	case RW_COLL_ALLGATHER:
+		if (src != dst + a->seg_off[me] * es)
+			rc = rw_coll_copy(r, dst + a->seg_off[me] * es, src, a->seg_count[me] * es);
+		break;
+	case RW_COLL_BROADCAST:
+	default:
+		if (me == a->root && src != dst)
+			rc = rw_coll_copy(r, dst, src, a->count * es);
+		break;
+	}
+	return rc;
+}
+
+int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
+{
+	struct rw_coll_req *r;
+	uint64_t seen;
+	unsigned idle = 0;
+	int done = 0, rc;
+
+	rc = rw_coll_start(c, a, &r);
+	if (rc)
+		return rc;
+	seen = c->moves;
+	for (;;) {
+		rc = rw_coll_test(r, &done, NULL);
+		if (rc || done)
+			return rc;
+		if (c->moves != seen) {
+			seen = c->moves;
+			idle = 0;
+			continue;
+		}
+		/* Nothing moved: let the transport's threads and the other
+		 * ranks on this host run, then sleep a little. */
+		if (++idle < 256)
+			sched_yield();
+		else
+			usleep(20);
+	}
+}

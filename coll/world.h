@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A communicator of the public C API (struct rw_comm, rw_comm_t in
+ * include/ringway.h): the transport instance, the rendezvous connections
+ * and the engine comm, created together by rw_world_create() and torn down
+ * by rw_world_destroy().  Used by coll/rw_api_coll.c (libringway.so) and by
+ * tests that need a pre-bound rendezvous socket.
+ */
+#ifndef RW_WORLD_H
+#define RW_WORLD_H
+
+#include <stddef.h>
+
+#include "common/rw_params.h"
+
+struct rw_comm;
+struct rw_coll_comm;
+
+struct rw_world_args {
+	int nranks, rank;
+	/** rank 0's "host:port"; may be NULL on rank 0 when listen_fd >= 0 */
+	const char *root;
+	/** rank 0 only: an already listening TCP socket it takes over, or -1 */
+	int listen_fd;
+	/** parameters; NULL loads them from the environment */
+	const struct rw_config *cfg;
+};
+
+/**
+ * Join nranks ranks: create the transport (RINGWAY_TRANSPORT), meet at the
+ * rendezvous, exchange listen handles and connect the rings.  Blocks, each
+ * phase bounded by RINGWAY_TIMEOUT_MS.  \param[out] out set only on success.
+ * On failure listen_fd is closed.
+ */
+int rw_world_create(const struct rw_world_args *a, struct rw_comm **out);
+
+/**
+ * Wait for every rank (unless the comm already failed: its peers may be
+ * gone), then close everything.  NULL is ignored.
+ * \return 0, or the barrier's error (everything is freed anyway).
+ */
+int rw_world_destroy(struct rw_comm *w);
+
+/** The engine comm of w. */
+struct rw_coll_comm *rw_world_coll(struct rw_comm *w);
+
+/**
+ * The rendezvous rw_comm_init(NULL) uses: RINGWAY_ROOT, else MASTER_ADDR
+ * and MASTER_PORT + 1 (torchrun's own store listens on MASTER_PORT itself).
+ * \return 0, or -ENOENT when neither is set (buf untouched), -EINVAL when
+ * MASTER_PORT is not a port.
+ */
+int rw_world_default_root(const struct rw_config *cfg, char *buf, size_t len);
+
+#endif /* RW_WORLD_H */

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The ring engine end to end: forked ranks over the socket transport on
+ * loopback run allreduce, reduce-scatter, allgather and broadcast for every
+ * datatype and op, counts 0, 1, smaller than the ranks, odd and large, in
+ * place and out of place, and compare with references reduced by the host
+ * kernels.  Large counts run with small chunks so that a segment has more
+ * chunks than a channel has staging slots (the pipeline's hard case).
+ */
+#include "support/rw_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/rw_coll.h"
+#include "coll_test.h"
+#include "common/rw_log.h"
+#include "kernels/rw_cuda.h"
+
+static int setup(void **state)
+{
+	(void)state;
+	rw_test_log_reset();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	RW_TEST_ASSERT_LOG_CLEAN();
+	return 0;
+}
+
+/* --- one collective, checked ------------------------------------------------ */
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		abort();
+	memset(p, 0xa5, n); /* garbage where results must land */
+	return p;
+}
+
+static int report(int rc, const char *what, int rank, size_t count, enum rw_dtype dt,
+		  enum rw_op op, bool inplace)
+{
+	fprintf(stderr, "rank %d: %s %s %s count %zu %s: %s\n", rank, what, rw_dtype_name(dt),
+		rw_op_name(op), count, inplace ? "in place" : "out of place",
+		rc ? strerror(-rc) : "wrong result");
+	return 1;
+}
+
+static int check_allreduce(struct rw_coll_comm *c, int rank, int p, size_t count,
+			   enum rw_dtype dt, enum rw_op op, bool inplace, uint64_t seed)
+{
+	size_t es = rw_dtype_size(dt);
+	char *src = xmalloc(count * es), *dst = inplace ? src : xmalloc(count * es);
+	char *ref = xmalloc(count * es);
+	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = src, .recvbuf = dst,
+				  .count = count, .dtype = dt, .op = op };
+	int rc, bad = 0;
+
+	coll_fill(src, count, dt, op, rank, seed);
+	coll_reference(ref, count, dt, op, p, seed);
+	rc = rw_coll_run(c, &a);
+	if (rc || !coll_same("allreduce", dst, ref, count, dt))
+		bad = report(rc, "allreduce", rank, count, dt, op, inplace);
+	free(src);
+	if (!inplace)
+		free(dst);
+	free(ref);
+	return bad;
+}
+
+static int check_reduce_scatter(struct rw_coll_comm *c, int rank, int p, size_t count,
+				enum rw_dtype dt, enum rw_op op, bool inplace, uint64_t seed)
+{
+	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
+	char *src = xmalloc(full * es), *ref = xmalloc(full * es);
+	char *dst = inplace ? src + (size_t)rank * count * es : xmalloc(count * es);
+	struct rw_coll_args a = { .kind = RW_COLL_REDUCE_SCATTER, .sendbuf = src,
+				  .recvbuf = dst, .count = count, .dtype = dt, .op = op };
+	int rc, bad = 0;
+
+	coll_fill(src, full, dt, op, rank, seed);
+	coll_reference(ref, full, dt, op, p, seed);
+	rc = rw_coll_run(c, &a);
+	if (rc || !coll_same("reduce-scatter", dst, ref + (size_t)rank * count * es, count, dt))
+		bad = report(rc, "reduce-scatter", rank, count, dt, op, inplace);
+	free(src);
+	free(ref);
+	if (!inplace)
+		free(dst);
+	return bad;
+}
+
+static int check_allgather(struct rw_coll_comm *c, int rank, int p, size_t count,
+			   enum rw_dtype dt, bool inplace, uint64_t seed)
+{
+	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
+	char *dst = xmalloc(full * es), *ref = xmalloc(full * es);
+	char *src = inplace ? dst + (size_t)rank * count * es : xmalloc(count * es);
+	struct rw_coll_args a = { .kind = RW_COLL_ALLGATHER, .sendbuf = src, .recvbuf = dst,
+				  .count = count, .dtype = dt };
+	int rc, bad = 0;
+
+	for (int r = 0; r < p; r++)
+		coll_fill(ref + (size_t)r * count * es, count, dt, RW_OP_SUM, r, seed);
+	coll_fill(src, count, dt, RW_OP_SUM, rank, seed);
+	rc = rw_coll_run(c, &a);
+	if (rc || !coll_same("allgather", dst, ref, full, dt))
+		bad = report(rc, "allgather", rank, count, dt, RW_OP_SUM, inplace);
+	free(dst);
+	free(ref);
+	if (!inplace)
+		free(src);
+	return bad;
+}
+
+static int check_broadcast(struct rw_coll_comm *c, int rank, size_t count, enum rw_dtype dt,
+			   int root, bool inplace, uint64_t seed)
+{
+	size_t es = rw_dtype_size(dt);
+	char *dst = xmalloc(count * es), *ref = xmalloc(count * es), *src = NULL;
+	struct rw_coll_args a = { .kind = RW_COLL_BROADCAST, .recvbuf = dst, .count = count,
+				  .dtype = dt, .root = root };
+	int rc, bad = 0;
+
+	if (rank == root) {
+		src = inplace ? dst : xmalloc(count * es);
+		coll_fill(src, count, dt, RW_OP_SUM, root, seed);
+	}
+	a.sendbuf = src; /* NULL on the others: never read */
+	coll_fill(ref, count, dt, RW_OP_SUM, root, seed);
+	rc = rw_coll_run(c, &a);
+	if (rc || !coll_same("broadcast", dst, ref, count, dt))
+		bad = report(rc, "broadcast", rank, count, dt, RW_OP_SUM, inplace);
+	if (src && src != dst)
+		free(src);
+	free(dst);
+	free(ref);
+	return bad;
+}
+
+/* --- sweeps, run in each child ----------------------------------------------- */
+
+static int every_dtype_op(struct rw_comm *w, int rank, int p, void *arg)
+{
+	static const size_t counts[] = { 0, 1, 2, 7, 1000 }; /* 2 < p = 3 */
+	struct rw_coll_comm *c = coll_of(w);
+	enum rw_coll_kind kind = *(enum rw_coll_kind *)arg;
+	uint64_t seed = 1;
+	int bad = 0;
+
+	for (int dt = 0; dt < RW_DTYPE_COUNT; dt++) {
+		for (int op = 0; op < RW_OP_COUNT; op++) {
+			for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
+				for (int ip = 0; ip < 2; ip++, seed++) {
+					if (kind == RW_COLL_ALLREDUCE)
+						bad += check_allreduce(c, rank, p, counts[i], dt, op,
+								       ip, seed);
+					else if (counts[i] <= 7) /* recvcount */
+						bad += check_reduce_scatter(c, rank, p, counts[i],
+									    dt, op, ip, seed);
+				}
+			}
+		}
+	}
+	return bad;
+}
+
+static void allreduce_every_dtype_and_op(void **state)
+{
+	enum rw_coll_kind k = RW_COLL_ALLREDUCE;
+
+	(void)state;
+	assert_int_equal(coll_fork(3, NULL, every_dtype_op, &k, 120), 0);
+}
+
+static void reduce_scatter_every_dtype_and_op(void **state)
+{
+	enum rw_coll_kind k = RW_COLL_REDUCE_SCATTER;
+
+	(void)state;
+	assert_int_equal(coll_fork(3, NULL, every_dtype_op, &k, 120), 0);
+}
+
+static int gather_and_bcast(struct rw_comm *w, int rank, int p, void *arg)
+{
+	static const size_t counts[] = { 0, 1, 2, 333, 1001 };
+	struct rw_coll_comm *c = coll_of(w);
+	uint64_t seed = 100;
+	int bad = 0;
+
+	(void)arg;
+	for (int dt = 0; dt < RW_DTYPE_COUNT; dt++) {
+		for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
+			for (int ip = 0; ip < 2; ip++, seed++) {
+				bad += check_allgather(c, rank, p, counts[i], dt, ip, seed);
+				for (int root = 0; root < p; root++)
+					bad += check_broadcast(c, rank, counts[i], dt, root, ip,
+							       seed);
+			}
+		}
+	}
+	return bad;
+}
+
+static void allgather_and_broadcast_every_dtype(void **state)
+{
+	(void)state;
+	assert_int_equal(coll_fork(3, NULL, gather_and_bcast, NULL, 120), 0);
+}
+
+/* Every collective for counts 0, 1, < nranks, odd and large. */
+static int shapes(struct rw_comm *w, int rank, int p, void *arg)
+{
+	const size_t large = *(const size_t *)arg;
+	const size_t counts[] = { 0, 1, (size_t)p - 1, 2 * (size_t)p + 1, large };
+	static const struct {
+		enum rw_dtype dt;
+		enum rw_op op;
+	} combos[] = {
+		{ RW_DTYPE_FLOAT32, RW_OP_SUM },
+		{ RW_DTYPE_INT32, RW_OP_MAX },
+		{ RW_DTYPE_BFLOAT16, RW_OP_AVG },
+	};
+	struct rw_coll_comm *c = coll_of(w);
+	uint64_t seed = 1000;
+	int bad = 0;
+
+	for (size_t k = 0; k < RW_ARRAY_SIZE(combos); k++) {
+		for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
+			enum rw_dtype dt = combos[k].dt;
+			enum rw_op op = combos[k].op;
+
+			/* the large count only for the first combination */
+			if (counts[i] == large && k > 0)
+				continue;
+			for (int ip = 0; ip < 2; ip++, seed++) {
+				size_t n = counts[i];
+
+				bad += check_allreduce(c, rank, p, n, dt, op, ip, seed);
+				bad += check_reduce_scatter(c, rank, p, n / (size_t)p + (n == 1),
+							    dt, op, ip, seed);
+				bad += check_allgather(c, rank, p, n / (size_t)p + (n == 1), dt,
+						       ip, seed);
+				bad += check_broadcast(c, rank, n, dt, (int)(seed % (size_t)p), ip,
+						       seed);
+			}
+		}
+	}
+	return bad;
+}
+
+static void one_to_five_ranks(void **state)
+{
+	/* 300001 floats in 16 KiB chunks: a segment has 15-75 chunks, more
+	 * than the 8 staging slots of a channel */
+	static const char *const env[] = { "RINGWAY_CHUNK_BYTES", "16K", NULL };
+	size_t large = 300001;
+
+	(void)state;
+	for (int p = 1; p <= 5; p++)
+		assert_int_equal(coll_fork(p, env, shapes, &large, 120), 0);
+}
+
+static void three_channels_small_chunks(void **state)
+{
+	static const char *const env[] = { "RINGWAY_CHUNK_BYTES", "4K",
+					   "RINGWAY_NCHANNELS", "3", NULL };
+	size_t large = 100003;
+
+	(void)state;
+	assert_int_equal(coll_fork(4, env, shapes, &large, 120), 0);
+}
+
+static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
+{
+	static const size_t counts[] = { 0, 1, 2, 7, 100003 };
+	struct rw_coll_comm *c = coll_of(w);
+	uint64_t seed = 5000;
+	int bad = 0;
+
+	(void)arg;
+	for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
+		for (int ip = 0; ip < 2; ip++, seed++) {
+			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_FLOAT32, RW_OP_SUM,
+					       ip, seed);
+			if (counts[i] > 1000)
+				continue;
+			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_INT64, RW_OP_PROD,
+					       ip, seed);
+			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_FLOAT16, RW_OP_AVG,
+					       ip, seed);
+			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_UINT8, RW_OP_MIN,
+					       ip, seed);
+		}
+	}
+	/* the other collectives run on the ring of a ps comm */
+	bad += check_reduce_scatter(c, rank, p, 5, RW_DTYPE_FLOAT32, RW_OP_SUM, false, seed);
+	bad += check_broadcast(c, rank, 77, RW_DTYPE_INT8, p - 1, false, seed);
+	return bad;
+}
+
+static void parameter_server_baseline(void **state)
+{
+	static const char *const env[] = { "RINGWAY_ALGO", "ps", "RINGWAY_CHUNK_BYTES", "16K",
+					   NULL };
+
+	(void)state;
+	assert_int_equal(coll_fork(4, env, ps_sweep, NULL, 120), 0);
+	assert_int_equal(coll_fork(2, env, ps_sweep, NULL, 120), 0);
+}
+
+/* Several collectives in flight; tested out of order, from the last. */
+static int queue(struct rw_comm *w, int rank, int p, void *arg)
+{
+	enum { N = 4, COUNT = 5000 };
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_req *req[N];
+	float *buf[N], *ref = xmalloc(COUNT * sizeof(float));
+	int left = N, bad = 0;
+
+	(void)arg;
+	for (int i = 0; i < N; i++) {
+		struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .count = COUNT,
+					  .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+
+		buf[i] = xmalloc(COUNT * sizeof(float));
+		coll_fill(buf[i], COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 77 + (uint64_t)i);
+		a.sendbuf = a.recvbuf = buf[i];
+		if (rw_coll_start(c, &a, &req[i]))
+			return 1;
+	}
+	for (uint64_t until = rw_now_ms() + 20000; left && rw_now_ms() < until;) {
+		for (int i = N - 1; i >= 0; i--) {
+			int done = 0;
+
+			if (!req[i])
+				continue;
+			if (rw_coll_test(req[i], &done, NULL))
+				return 1;
+			if (done) {
+				req[i] = NULL;
+				left--;
+			}
+		}
+	}
+	for (int i = 0; i < N; i++) {
+		coll_reference(ref, COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, p, 77 + (uint64_t)i);
+		bad += !coll_same("queued allreduce", buf[i], ref, COUNT, RW_DTYPE_FLOAT32);
+		free(buf[i]);
+	}
+	free(ref);
+	return bad + left;
+}
+
+static void nonblocking_collectives_in_order(void **state)
+{
+	(void)state;
+	assert_int_equal(coll_fork(3, NULL, queue, NULL, 60), 0);
+}
+
+/* Reduce-scatter and allgather over an uneven segment layout (CollNet's
+ * windows): segment r has r + 2 elements, the last one none. */
+static int windows(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	size_t off[8], cnt[8], space = 0;
+	float *in, *ref, *out;
+	int bad = 0, rc;
+
+	(void)arg;
+	for (int r = 0; r < p; r++) {
+		off[r] = space;
+		cnt[r] = r == p - 1 ? 0 : (size_t)r + 2;
+		space += cnt[r];
+	}
+	in = xmalloc(space * 4);
+	ref = xmalloc(space * 4);
+	out = xmalloc(space * 4);
+	coll_fill(in, space, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 9);
+	coll_reference(ref, space, RW_DTYPE_FLOAT32, RW_OP_SUM, p, 9);
+	rc = rw_coll_run(c, &(struct rw_coll_args){
+		.kind = RW_COLL_REDUCE_SCATTER, .sendbuf = in, .recvbuf = out, .count = 0,
+		.dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM, .seg_off = off, .seg_count = cnt });
+	bad += rc || !coll_same("windowed reduce-scatter", out, ref + off[rank], cnt[rank],
+				RW_DTYPE_FLOAT32);
+	/* allgather: rank r contributes its reduced segment */
+	rc = rw_coll_run(c, &(struct rw_coll_args){
+		.kind = RW_COLL_ALLGATHER, .sendbuf = out, .recvbuf = in, .count = 0,
+		.dtype = RW_DTYPE_FLOAT32, .seg_off = off, .seg_count = cnt });
+	bad += rc || !coll_same("windowed allgather", in, ref, space, RW_DTYPE_FLOAT32);
+	free(in);
+	free(ref);
+	free(out);
+	return bad;
+}
+
+static void segment_layouts(void **state)
+{
+	(void)state;
+	assert_int_equal(coll_fork(4, NULL, windows, NULL, 60), 0);
+}
+
+static int bad_calls(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_req *req = NULL;
+	float x = 1;
+	int bad = 0;
+
+	(void)arg;
+	(void)p;
+	(void)rank;
+	rw_test_log_expect("coll: rank");
+	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE, .sendbuf = &x,
+		.recvbuf = &x, .count = 1, .dtype = (enum rw_dtype)12 }, &req) != -EINVAL;
+	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE, .sendbuf = &x,
+		.recvbuf = &x, .count = 1, .dtype = RW_DTYPE_FLOAT32, .op = (enum rw_op)5 },
+		&req) != -EINVAL;
+	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_BROADCAST, .sendbuf = &x,
+		.recvbuf = &x, .count = 1, .dtype = RW_DTYPE_FLOAT32, .root = 3 }, &req) != -EINVAL;
+	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE,
+		.recvbuf = &x, .count = 1, .dtype = RW_DTYPE_FLOAT32 }, &req) != -EINVAL;
+	bad += req != NULL; /* untouched on failure */
+	/* the comm still works */
+	bad += check_allreduce(c, rank, p, 3, RW_DTYPE_FLOAT32, RW_OP_SUM, false, 3);
+	return bad;
+}
+
+static void bad_arguments_are_refused(void **state)
+{
+	(void)state;
+	assert_int_equal(coll_fork(3, NULL, bad_calls, NULL, 60), 0);
+	assert_true(rw_coll_reduce_supported(RW_DTYPE_FLOAT8E5M2, RW_OP_AVG));
+	assert_false(rw_coll_reduce_supported(12, RW_OP_SUM));
+	assert_false(rw_coll_reduce_supported(RW_DTYPE_FLOAT32, 5));
+}
+
+/* Device buffers: staged through host memory, reduced by the CUDA kernels. */
+static int device(struct rw_comm *w, int rank, int p, void *arg)
+{
+	enum { COUNT = 200003 };
+	struct rw_coll_comm *c = coll_of(w);
+	float *h = xmalloc(COUNT * 4), *ref = xmalloc(COUNT * 4);
+	void *d = NULL;
+	int bad = 0;
+
+	(void)arg;
+	if (rw_cuda_malloc(&d, COUNT * 4))
+		return 1;
+	coll_fill(h, COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 31);
+	coll_reference(ref, COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, p, 31);
+	bad += rw_cuda_memcpy(d, h, COUNT * 4) != 0;
+	bad += rw_coll_run(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE, .sendbuf = d,
+		.recvbuf = d, .count = COUNT, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM }) != 0;
+	bad += rw_cuda_memcpy(h, d, COUNT * 4) != 0;
+	bad += !coll_same("device allreduce", h, ref, COUNT, RW_DTYPE_FLOAT32);
+	rw_cuda_free(d);
+	free(h);
+	free(ref);
+	return bad;
+}
+
+static void device_buffers(void **state)
+{
+	static const char *const env[] = { "RINGWAY_CHUNK_BYTES", "64K", NULL };
+	int ngpu = 0;
+
+	(void)state;
+	if (rw_cuda_device_count(&ngpu) != 0)
+		skip(); /* no GPU here: the device path is compiled, not run */
+	assert_int_equal(coll_fork(2, env, device, NULL, 120), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(allreduce_every_dtype_and_op, setup, teardown),
+		cmocka_unit_test_setup_teardown(reduce_scatter_every_dtype_and_op, setup, teardown),
+		cmocka_unit_test_setup_teardown(allgather_and_broadcast_every_dtype, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_to_five_ranks, setup, teardown),
+		cmocka_unit_test_setup_teardown(three_channels_small_chunks, setup, teardown),
+		cmocka_unit_test_setup_teardown(parameter_server_baseline, setup, teardown),
+		cmocka_unit_test_setup_teardown(nonblocking_collectives_in_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(segment_layouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_arguments_are_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(device_buffers, setup, teardown),
+	};
+
+	rw_test_log_install();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
