@@ -377,6 +377,105 @@ RW_INLINE void rw_block_fp8(char *d, const char *a, const char *b, enum rw_op op
 	memcpy(d, &r, RW_VB);
 }
 
+#ifdef RW_F16C
+/*
+ * fp8 through F16C, sixteen elements per 16-bit lane op.  Both formats sit
+ * inside float16: an e5m2 code is the top byte of the float16 code of its
+ * value, and an e4m3 value times 2^-8 has its exponent field in float16's,
+ * so decoding is a shift and encoding a round of the float16 bits.  For a
+ * sum, product, max or min of fp8 operands, rounding to float32, float16,
+ * then fp8 equals rounding once (each format has more than twice the next
+ * one's precision plus two bits; test_reduce checks every pair of codes).
+ * avg's division takes the exact encoder of rw_div_block().
+ */
+typedef uint8_t rw_vu8h __attribute__((vector_size(RW_VB / 2)));
+
+/* RW_VB bytes of float16 codes in 16-bit lanes <-> two rw_vf32. */
+RW_INLINE void rw_h16_widen(rw_vu16 h, rw_vf32 *lo, rw_vf32 *hi)
+{
+#if RW_VB == 32
+	*lo = (rw_vf32)_mm256_cvtph_ps(_mm256_castsi256_si128((__m256i)h));
+	*hi = (rw_vf32)_mm256_cvtph_ps(_mm256_extracti128_si256((__m256i)h, 1));
+#else
+	*lo = (rw_vf32)_mm512_cvtph_ps(_mm512_castsi512_si256((__m512i)h));
+	*hi = (rw_vf32)_mm512_cvtph_ps(_mm512_extracti64x4_epi64((__m512i)h, 1));
+#endif
+}
+
+RW_INLINE rw_vu16 rw_h16_narrow(rw_vf32 lo, rw_vf32 hi)
+{
+#if RW_VB == 32
+	__m128i l = _mm256_cvtps_ph((__m256)lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m128i h = _mm256_cvtps_ph((__m256)hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+
+	return (rw_vu16)_mm256_set_m128i(h, l);
+#else
+	__m256i l = _mm512_cvtps_ph((__m512)lo, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256i h = _mm512_cvtps_ph((__m512)hi, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+
+	return (rw_vu16)_mm512_inserti64x4(_mm512_castsi256_si512(l), h, 1);
+#endif
+}
+
+/* fp8 codes (low byte of each lane) to float16 codes; e4m3 scaled by 2^-8. */
+RW_INLINE rw_vu16 rw_fp8_to_h16(rw_vu16 c, enum rw_kind kind)
+{
+	rw_vu16 mag, h, nan;
+
+	if (kind == RW_KIND_E5M2)
+		return c << 8;
+	mag = c & 0x7f;
+	h = (mag << 7) | ((c & 0x80) << 8);
+	nan = (rw_vu16)((rw_vi16)mag == 0x7f);
+	return (nan & 0x7e00) | (~nan & h);
+}
+
+/* float16 codes to fp8 codes: nearest even, saturating, NaN as 0x7f. */
+RW_INLINE rw_vu16 rw_h16_to_fp8(rw_vu16 h, enum rw_kind kind)
+{
+	const unsigned int sh = kind == RW_KIND_E5M2 ? 8 : 7;
+	const int16_t max_in = kind == RW_KIND_E5M2 ? 0x7b00 : 0x3f00; /* 57344, 448 * 2^-8 */
+	const uint16_t max_code = kind == RW_KIND_E5M2 ? 0x7b : 0x7e;
+	rw_vu16 m = h & 0x7fff;
+	const uint16_t half_m1 = (uint16_t)((1u << (sh - 1)) - 1);
+	rw_vu16 r = (m + half_m1 + ((m >> sh) & 1)) >> sh;
+	rw_vu16 big = (rw_vu16)((rw_vi16)m > max_in);
+	rw_vu16 nan = (rw_vu16)((rw_vi16)m > 0x7c00);
+
+	r = (big & max_code) | (~big & r);
+	r = (nan & 0x7f) | (~nan & r);
+	return r | ((h & 0x8000) >> 8);
+}
+
+/* RW_VB / 2 fp8 elements: widen to 16-bit lanes, two rw_vf32, back. */
+RW_INLINE void rw_fp8_f16c_half(char *d, const char *a, const char *b, enum rw_op op,
+				enum rw_kind kind)
+{
+	rw_vu8h x, y;
+	rw_vf32 xl, xh, yl, yh;
+
+	memcpy(&x, a, RW_VB / 2);
+	memcpy(&y, b, RW_VB / 2);
+	rw_h16_widen(rw_fp8_to_h16(__builtin_convertvector(x, rw_vu16), kind), &xl, &xh);
+	rw_h16_widen(rw_fp8_to_h16(__builtin_convertvector(y, rw_vu16), kind), &yl, &yh);
+	xl = rw_f32_op(xl, yl, op);
+	xh = rw_f32_op(xh, yh, op);
+	if (kind == RW_KIND_E4M3 && op == RW_OP_PROD) { /* 2^-8 * 2^-8 -> 2^-8 */
+		xl *= 0x1p8f;
+		xh *= 0x1p8f;
+	}
+	x = __builtin_convertvector(rw_h16_to_fp8(rw_h16_narrow(xl, xh), kind), rw_vu8h);
+	memcpy(d, &x, RW_VB / 2);
+}
+
+RW_INLINE void rw_block_fp8_f16c(char *d, const char *a, const char *b, enum rw_op op,
+				 enum rw_kind kind)
+{
+	rw_fp8_f16c_half(d, a, b, op, kind);
+	rw_fp8_f16c_half(d + RW_VB / 2, a + RW_VB / 2, b + RW_VB / 2, op, kind);
+}
+#endif /* RW_F16C */
+
 /* ---- drivers -------------------------------------------------------------- */
 
 /* One RW_VB block of any type; kind, size and op are constants. */
@@ -408,10 +507,12 @@ RW_INLINE void rw_block(char *d, const char *a, const char *b, enum rw_kind kind
 		rw_block_bf16(d, a, b, op);
 		break;
 	case RW_KIND_E4M3:
-		rw_block_fp8(d, a, b, op, rw_fmt_e4m3);
-		break;
 	case RW_KIND_E5M2:
-		rw_block_fp8(d, a, b, op, rw_fmt_e5m2);
+#ifdef RW_F16C
+		rw_block_fp8_f16c(d, a, b, op, kind);
+#else
+		rw_block_fp8(d, a, b, op, kind == RW_KIND_E4M3 ? rw_fmt_e4m3 : rw_fmt_e5m2);
+#endif
 		break;
 	}
 }
