@@ -139,6 +139,29 @@ static int load_props(struct rw_plugin *p, int dev, struct rw_net_props *pr)
 	return 0;
 }
 
+/*
+ * The topology has the last word on where a NIC sits: its PCI path, speed,
+ * GUID and rail (v12 railId/planeId).  What topo does not know stays as the
+ * transport reported it.
+ */
+static void apply_topo(struct rw_plugin *p, int dev, struct rw_net_props *pr)
+{
+	struct rw_topo_net_props tp;
+
+	if (!p->topo || rw_topo_net_props(p->topo, pr->name, &tp) != 0)
+		return;
+	if (tp.pci_path[0]) {
+		memcpy(p->topo_paths[dev], tp.pci_path, sizeof(tp.pci_path));
+		pr->pci_path = p->topo_paths[dev];
+	}
+	if (tp.speed_mbps > 0)
+		pr->speed_mbps = tp.speed_mbps;
+	if (tp.guid)
+		pr->guid = tp.guid;
+	pr->rail_id = tp.rail_id;
+	pr->plane_id = tp.plane_id;
+}
+
 /* Called with g.lock held.  Closes what NCCL left open, then frees. */
 static void plugin_destroy(struct rw_plugin *p)
 {
@@ -170,6 +193,8 @@ static void plugin_destroy(struct rw_plugin *p)
 		free(pc);
 	}
 	rw_net_destroy(p->net);
+	rw_topo_destroy(p->topo);
+	free(p->topo_paths);
 	free(p->props);
 	free(p);
 }
@@ -209,14 +234,20 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 		goto err_destroy_net;
 	}
 	p->props = calloc((size_t)p->ndev, sizeof(*p->props));
-	if (!p->props) {
+	p->topo_paths = calloc((size_t)p->ndev, sizeof(*p->topo_paths));
+	if (!p->props || !p->topo_paths) {
 		rc = -ENOMEM;
-		goto err_destroy_net;
+		goto err_free_props;
 	}
+	/* Without a topology the transport's own view of its devices stands;
+	 * topo logged why. */
+	if (rw_topo_create(&p->cfg, &p->topo) != 0)
+		p->topo = NULL;
 	for (int d = 0; d < p->ndev; d++) {
 		rc = load_props(p, d, &p->props[d]);
 		if (rc)
 			goto err_free_props;
+		apply_topo(p, d, &p->props[d]);
 	}
 	announce(p);
 	g.plugin = p;
@@ -224,6 +255,8 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 	return 0;
 
 err_free_props:
+	rw_topo_destroy(p->topo);
+	free(p->topo_paths);
 	free(p->props);
 err_destroy_net:
 	rw_net_destroy(p->net);

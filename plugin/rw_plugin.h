@@ -38,6 +38,7 @@
 
 #include "abi/nccl_net.h"
 #include "common/rw_params.h"
+#include "topo/rw_topo.h"
 #include "transport/rw_net.h"
 
 #define RW_PLUGIN_NAME "ringway" /* the tables' name: what NCCL_NET matches */
@@ -59,6 +60,8 @@ struct rw_plugin {
 	struct rw_net *net;   /**< the transport instance */
 	int ndev;
 	struct rw_net_props *props;   /**< ndev entries, fixed up at create */
+	struct rw_topo *topo;	      /**< the machine; NULL if discovery failed */
+	char (*topo_paths)[RW_TOPO_PATH_MAX]; /**< ndev PCI paths from topo */
 	int abi_version;	      /**< of the first init */
 	int refs;		      /**< contexts alive (plugin lock) */
 	struct rw_plugin_ctx *ctxs;   /**< v11/v12 contexts (plugin lock) */

@@ -394,7 +394,7 @@ static int auto_iters(const struct opts *o, size_t size)
 static int run(struct peer *p, const struct opts *o, const char *raw_host)
 {
 	size_t bufsize = o->max_bytes ? o->max_bytes : 1;
-	double best_bw = 0, small_rtt = 0;
+	double last_bw = 0, small_rtt = 0;
 	size_t total_wrong = 0, last = 0;
 	int rc = setup(p, o, bufsize);
 
@@ -429,8 +429,7 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 			printf("  %12zu %8d %12.2f %12.3f %12.2f %8" PRIu64 "\n", size, iters,
 			       el / iters, bw, rtt, w);
 			fflush(stdout);
-			if (bw > best_bw)
-				best_bw = bw;
+			last_bw = bw;
 			if (size == o->min_bytes)
 				small_rtt = rtt;
 			last = size;
@@ -458,8 +457,8 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 			printf("#\n# raw TCP, one stream, %zu B x %d: %.3f GB/s\n", raw.bytes,
 			       raw.iters, raw.gbps);
 			printf("# raw TCP ping-pong, 8 B: rtt %.2f us\n", raw.rtt_us);
-			printf("# ringway at %zu B: %.3f GB/s = %.2fx raw TCP\n", last, best_bw,
-			       best_bw / raw.gbps);
+			printf("# ringway at %zu B: %.3f GB/s = %.2fx raw TCP\n", last, last_bw,
+			       last_bw / raw.gbps);
 			printf("# ringway rtt at %zu B: %.2f us = %.2fx raw TCP\n", o->min_bytes,
 			       small_rtt, small_rtt / raw.rtt_us);
 		}
