@@ -110,4 +110,7 @@ int rw_ib_handle_addr(const void *handle, struct sockaddr_storage *out);
  *  everything was freed. */
 long rw_ib_live_total(void);
 
+/** Verbs memory registrations alive (the registration caches' entries). */
+long rw_ib_live_regs(void);
+
 #endif /* RW_IB_H */

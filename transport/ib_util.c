@@ -222,3 +222,8 @@ long rw_ib_live_total(void)
 		sum += __atomic_load_n(&live[i], __ATOMIC_RELAXED);
 	return sum;
 }
+
+long rw_ib_live_regs(void)
+{
+	return __atomic_load_n(&live[RW_IB_LIVE_REGS], __ATOMIC_RELAXED);
+}

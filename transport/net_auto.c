@@ -4,12 +4,18 @@
  *
  *   socket  the TCP transport alone;
  *   shm     the same-host transport alone (every peer must be on this host);
- *   ib      not implemented yet: refused with a message that says so;
- *   auto    a composite: the socket transport's devices, and a listen
- *           handle (net_auto_proto.h) that carries both a socket listener
- *           and an shm listener.  connect picks shm when the peer's host
+ *   ib      the verbs transport alone (transport/ib.h); when it cannot be
+ *           used here that is an error, logged with the reason;
+ *   auto    a composite: the network transport's devices, and a listen
+ *           handle (net_auto_proto.h) that carries both a network listener
+ *           and an shm listener.  The network transport is ib when this
+ *           host can use it (library, device, active port), else socket
+ *           (one INFO line says why not ib); its handle takes the socket
+ *           slot, so every host of a job must agree (set
+ *           RINGWAY_TRANSPORT=socket for a job that mixes hosts with and
+ *           without RDMA).  connect picks shm when the peer's host
  *           identity (boot id, hostname, network namespace) and uid match
- *           ours, else socket (ib, once it exists, comes between them), and
+ *           ours, else the network transport, and
  *           says which at INFO once per connection; accept takes whichever
  *           arrives.  The comms are the chosen transport's own, so the data
  *           path goes straight to it: only device, listen, connect and
@@ -23,6 +29,7 @@
 #include <unistd.h>
 
 #include "common/rw_log.h"
+#include "transport/ib.h"
 #include "transport/net_auto_proto.h"
 #include "transport/rw_net.h"
 #include "transport/shm.h"
@@ -157,7 +164,7 @@ static void describe_peer(const struct rw_auto_handle *h, bool shm, const void *
 		snprintf(buf, len, "pid %d", h->shm.pid);
 		return;
 	}
-	if (rw_sock_handle_addr(sock_handle, &ss) == 0) {
+	if (rw_sock_handle_addr(sock_handle, &ss) == 0 || rw_ib_handle_addr(sock_handle, &ss) == 0) {
 		if (ss.ss_family == AF_INET) {
 			const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
 
@@ -214,7 +221,7 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 
 		describe_peer(&h, shm, part, peer, sizeof(peer));
 		RW_INFO(RW_LOG_NET | RW_LOG_INIT, "auto: connection to %s uses %s (%s)", peer,
-			shm ? "shm" : "socket", why);
+			shm ? "shm" : rw_net_name(a->sock), why);
 	}
 	*send_comm = c;
 	return 0;
@@ -343,13 +350,21 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 {
 	struct rw_auto_net *a = calloc(1, sizeof(*a));
 	int rc_sock, rc_shm;
+	char ib_why[512] = "";
 
 	if (!a)
 		return -ENOMEM;
 	a->base.ops = &auto_ops;
 	a->base.cfg = *cfg;
 	a->uid = (uint32_t)geteuid();
-	rc_sock = rw_sock_create(cfg, &a->sock);
+	/* The network transport: ib when this host can use it, else socket.
+	 * Either one's listen handle travels in the handle's socket slot. */
+	rc_sock = rw_ib_create_why(cfg, &a->sock, ib_why, sizeof(ib_why));
+	if (rc_sock) {
+		RW_INFO(RW_LOG_INIT | RW_LOG_NET, "auto: ib not usable (%s); socket for peers on "
+			"other hosts", ib_why);
+		rc_sock = rw_sock_create(cfg, &a->sock);
+	}
 	rc_shm = rw_shm_host_id_get(&a->host);
 	if (rc_shm == 0)
 		rc_shm = rw_shm_create(cfg, &a->shm);
@@ -360,8 +375,9 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 		free(a);
 		return rc_sock;
 	}
-	RW_INFO(RW_LOG_INIT | RW_LOG_NET, "auto: shm for peers on this host%s, socket %s",
-		a->shm ? "" : " unavailable", a->sock ? "for the others" : "unavailable");
+	RW_INFO(RW_LOG_INIT | RW_LOG_NET, "auto: shm for peers on this host%s, %s %s",
+		a->shm ? "" : " unavailable", a->sock ? rw_net_name(a->sock) : "network",
+		a->sock ? "for the others" : "unavailable");
 	*out = &a->base;
 	return 0;
 }
@@ -374,10 +390,7 @@ int rw_net_create(const struct rw_config *cfg, struct rw_net **out)
 	case RW_TRANSPORT_SHM:
 		return rw_shm_create(cfg, out);
 	case RW_TRANSPORT_IB:
-		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
-			"RINGWAY_TRANSPORT=ib: the InfiniBand transport is not implemented yet; "
-			"use auto, shm or socket");
-		return -ENOTSUP;
+		return rw_ib_create(cfg, out); /* unusable: a warning with the reason */
 	case RW_TRANSPORT_AUTO:
 		return auto_create(cfg, out);
 	default:

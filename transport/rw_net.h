@@ -288,7 +288,8 @@ int rw_shm_create(const struct rw_config *cfg, struct rw_net **out);
 /**
  * Create the transport cfg->transport names (transport/net_auto.c): socket,
  * shm, or for auto a composite that connects to a peer on this host by shm
- * and to any other by socket.  ib is not implemented yet: -ENOTSUP, logged.
+ * and to any other by ib when this host can use it, else by socket.  ib
+ * forced but unusable: the error of rw_ib_create() (transport/ib.h), logged.
  * \param[out] out set only on success.  \return 0 or -errno.
  */
 int rw_net_create(const struct rw_config *cfg, struct rw_net **out);
