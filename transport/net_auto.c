@@ -23,6 +23,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +36,25 @@
 #include "transport/shm.h"
 #include "transport/sock.h"
 
+#define AUTO_LISTEN_MAGIC 0x4c4f5541u /* open listener */
+#define AUTO_DEAD_MAGIC 0x444f5541u   /* closed: the shell waits for destroy */
+
+struct rw_auto_listen {
+	struct rw_net_listen base;
+	uint32_t magic;
+	struct rw_net_listen *sock;
+	struct rw_net_listen *shm;
+	struct rw_auto_listen *next_dead;
+};
+
 struct rw_auto_net {
 	struct rw_net base;
 	struct rw_net *sock; /* NULL if the socket transport has no device */
 	struct rw_net *shm;  /* NULL if shared memory is unusable here */
 	struct rw_shm_host_id host;
 	uint32_t uid;
-};
-
-struct rw_auto_listen {
-	struct rw_net_listen base;
-	struct rw_net_listen *sock;
-	struct rw_net_listen *shm;
+	pthread_mutex_t lock;
+	struct rw_auto_listen *dead; /* closed listeners, so a late call gets -EBADF */
 };
 
 static struct rw_auto_net *auto_from(struct rw_net *n)
@@ -54,9 +62,30 @@ static struct rw_auto_net *auto_from(struct rw_net *n)
 	return rw_container_of(n, struct rw_auto_net, base);
 }
 
-static struct rw_auto_listen *auto_listen_from(struct rw_net_listen *l)
+/* An open listener of ours, or -EBADF (closed) / -EINVAL; logged. */
+static int listen_check(struct rw_net_listen *base, const char *call, struct rw_auto_listen **out)
 {
-	return rw_container_of(l, struct rw_auto_listen, base);
+	struct rw_auto_listen *l;
+
+	if (!base)
+		return -EINVAL;
+	l = rw_container_of(base, struct rw_auto_listen, base);
+	if (l->magic == AUTO_LISTEN_MAGIC) {
+		*out = l;
+		return 0;
+	}
+	RW_WARN(RW_LOG_NET, "auto: %s on a %s listener", call,
+		l->magic == AUTO_DEAD_MAGIC ? "closed" : "foreign");
+	return l->magic == AUTO_DEAD_MAGIC ? -EBADF : -EINVAL;
+}
+
+static int dev_count(struct rw_auto_net *a)
+{
+	int n = 1;
+
+	if (a->sock && rw_net_devices(a->sock, &n))
+		n = 0;
+	return n;
 }
 
 static int auto_devices(struct rw_net *base, int *ndev)
@@ -92,6 +121,7 @@ static int auto_listen(struct rw_net *base, int dev, void *handle,
 	if (!l)
 		return -ENOMEM;
 	l->base.net = base;
+	l->magic = AUTO_LISTEN_MAGIC;
 	if (a->sock) {
 		memset(part, 0, sizeof(part));
 		rc = rw_net_listen(a->sock, dev, part, &l->sock);
@@ -193,6 +223,10 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 
 	if (!handle || !send_comm)
 		return -EINVAL;
+	if (dev < 0 || dev >= dev_count(a)) {
+		RW_WARN(RW_LOG_NET, "auto: connect(dev=%d): no such device (%d)", dev, dev_count(a));
+		return -EINVAL;
+	}
 	memcpy(&h, handle, sizeof(h));
 	if (h.magic != RW_AUTO_MAGIC || h.version != RW_AUTO_VERSION) {
 		RW_WARN(RW_LOG_NET,
@@ -229,10 +263,12 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 
 static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_comm)
 {
-	struct rw_auto_listen *l = auto_listen_from(base);
+	struct rw_auto_listen *l;
 	struct rw_net_comm *c = NULL;
-	int rc;
+	int rc = listen_check(base, "accept", &l);
 
+	if (rc)
+		return rc;
 	if (!recv_comm)
 		return -EINVAL;
 	if (l->shm) {
@@ -254,14 +290,23 @@ static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_com
 
 static int auto_close_listen(struct rw_net_listen *base)
 {
-	struct rw_auto_listen *l = auto_listen_from(base);
-	int rc = 0, rc2 = 0;
+	struct rw_auto_listen *l;
+	struct rw_auto_net *a;
+	int rc = listen_check(base, "closeListen", &l), rc2 = 0;
 
+	if (rc)
+		return rc;
 	if (l->sock)
 		rc = rw_net_close_listen(l->sock);
 	if (l->shm)
 		rc2 = rw_net_close_listen(l->shm);
-	free(l);
+	l->sock = l->shm = NULL;
+	l->magic = AUTO_DEAD_MAGIC;
+	a = auto_from(base->net);
+	pthread_mutex_lock(&a->lock);
+	l->next_dead = a->dead;
+	a->dead = l;
+	pthread_mutex_unlock(&a->lock);
 	return rc ? rc : rc2;
 }
 
@@ -269,8 +314,15 @@ static void auto_destroy(struct rw_net *base)
 {
 	struct rw_auto_net *a = auto_from(base);
 
+	while (a->dead) {
+		struct rw_auto_listen *l = a->dead;
+
+		a->dead = l->next_dead;
+		free(l);
+	}
 	rw_net_destroy(a->sock);
 	rw_net_destroy(a->shm);
+	pthread_mutex_destroy(&a->lock);
 	free(a);
 }
 
@@ -356,6 +408,7 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 		return -ENOMEM;
 	a->base.ops = &auto_ops;
 	a->base.cfg = *cfg;
+	pthread_mutex_init(&a->lock, NULL);
 	a->uid = (uint32_t)geteuid();
 	/* The network transport: ib when this host can use it, else socket.
 	 * Either one's listen handle travels in the handle's socket slot. */
@@ -372,6 +425,7 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
 			"auto: neither the socket transport (%s) nor shm (%s) is usable",
 			strerror(-rc_sock), strerror(-rc_shm));
+		pthread_mutex_destroy(&a->lock);
 		free(a);
 		return rc_sock;
 	}
