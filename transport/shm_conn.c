@@ -362,6 +362,7 @@ int rw_shm_connect(struct rw_net *base, int dev, const void *handle,
 	}
 	c->d.pidfd = rw_shm_pidfd_open(c->peer_pid);
 	c->connected_ns = rw_now_ns();
+	rw_shm_comm_moved(c, c->connected_ns);
 	RW_TRACE(RW_LOG_NET | RW_LOG_SHM, "shm: connected to %s", c->peer);
 	*send_comm = &c->base;
 	return 0;
@@ -568,13 +569,19 @@ static int accept_one(struct rw_shm_listen *l, struct rw_shm_pending *p,
 	r.probe_addr = (uint64_t)(uintptr_t)&c->d.probe_word;
 	r.probe_val = c->d.probe_word;
 	rc = send_with_fds(p->fd, &r, sizeof(r), &net->db_fd, 1);
-	if (rc) {
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		/* The sender died after its hello (a crash of the segment's
+		 * creator): hand the comm out failed, so the caller hears of it
+		 * from its first request instead of waiting in accept. */
+		rw_shm_conn_fail(c, -ECONNRESET, "the peer went away before the reply");
+	} else if (rc) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: accept: replying to %s: %s", c->peer,
 			strerror(-rc));
 		goto err_free_comm;
 	}
 	c->d.pidfd = rw_shm_pidfd_open(c->peer_pid);
 	c->connected_ns = rw_now_ns();
+	rw_shm_comm_moved(c, c->connected_ns);
 	__atomic_store_n(&c->d.seg->rx.accepted, 1, __ATOMIC_RELEASE);
 	rw_shm_ring(c);
 	RW_INFO(RW_LOG_NET | RW_LOG_SHM,

@@ -298,6 +298,7 @@ int rw_shm_create(const struct rw_config *cfg, struct rw_net **out)
 	net->nslots = (uint32_t)cfg->shm_nslots;
 	net->slot_bytes = (uint32_t)RW_DIV_UP(cfg->shm_slot_bytes, 4096) * 4096;
 	net->spin_ns = (uint64_t)cfg->shm_spin_us * 1000;
+	net->last_progress_ns = rw_now_ns();
 	rc = rw_shm_host_id_get(&net->host);
 	if (rc)
 		goto err_free;
