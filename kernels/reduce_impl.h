@@ -141,6 +141,36 @@ RW_INLINE void rw_div_small_int(char *d, const char *s, enum rw_kind kind, size_
 	memcpy(d, &r, RW_VB);
 }
 
+/*
+ * A block of 32-bit integers divided in float64, which holds them exactly:
+ * the quotient is an integer or at least 2^-32 of its value away from one,
+ * far more than float64's rounding error.  Unsigned values go through the
+ * signed conversion offset by 2^31.
+ */
+typedef int32_t rw_vi32h __attribute__((vector_size(RW_VB / 2)));
+
+RW_INLINE void rw_div_int32(char *d, const char *s, enum rw_kind kind, unsigned int n)
+{
+	for (int k = 0; k < 2; k++) {
+		rw_vi32h x, r;
+		rw_vf64 q;
+
+		memcpy(&x, s + k * (RW_VB / 2), RW_VB / 2);
+		if (kind == RW_KIND_SINT) {
+			q = __builtin_convertvector(x, rw_vf64) / (double)n;
+			r = __builtin_convertvector(q, rw_vi32h); /* truncates */
+		} else {
+			rw_vi32h big;
+
+			q = (__builtin_convertvector(x ^ INT32_MIN, rw_vf64) + 0x1p31) / (double)n;
+			big = __builtin_convertvector(q >= 0x1p31, rw_vi32h);
+			r = __builtin_convertvector(q - 0x1p31, rw_vi32h) ^ INT32_MIN; /* q >= 2^31 */
+			r = (big & r) | (~big & __builtin_convertvector(q, rw_vi32h));
+		}
+		memcpy(d + k * (RW_VB / 2), &r, RW_VB / 2);
+	}
+}
+
 /* ---- float32 / float64 ---------------------------------------------------- */
 
 /*
@@ -551,6 +581,8 @@ RW_INLINE void rw_div_block(char *d, const char *s, enum rw_kind kind, size_t si
 	case RW_KIND_UINT:
 		if (size <= 2)
 			rw_div_small_int(d, s, kind, size, n);
+		else if (size == 4)
+			rw_div_int32(d, s, kind, n);
 		else
 			for (size_t i = 0; i < RW_VB; i += size)
 				rw_div_int(d + i, s + i, kind, size, n);

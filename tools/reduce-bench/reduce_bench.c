@@ -97,57 +97,63 @@ static double gbs(double bytes, double secs)
 
 /* ---- host --------------------------------------------------------------- */
 
-static void host_baselines(const struct rb_opts *o, char **buf, struct rb_stats *add)
+/*
+ * The host buffers: the sources and dst of the kernels, and three float32
+ * buffers of the same size for the plain add, which runs between the
+ * kernel's runs so that both see the same machine (the 2-core build hosts
+ * are shared) and each row compares like with like.
+ */
+struct rb_host {
+	char *buf[RW_REDUCE_MAX_SRCS + 1];
+	float *plain[3];
+	double *secs, *plain_secs;
+};
+
+static double time_plain_add(const struct rb_opts *o, struct rb_host *h)
 {
-	size_t n = o->host_bytes / 4;
-	double *secs = calloc((size_t)o->iters, sizeof(double));
+	uint64_t t0 = rw_now_ns();
+
+	rb_plain_add_f32(h->plain[2], h->plain[0], h->plain[1], o->host_bytes / 4);
+	return (double)(rw_now_ns() - t0) / 1e9;
+}
+
+static void host_baselines(const struct rb_opts *o, struct rb_host *h)
+{
 	struct rb_stats st;
 
-	if (!secs)
-		exit(1);
-	rb_fill(buf[0], n, RW_DTYPE_FLOAT32, 1);
-	rb_fill(buf[1], n, RW_DTYPE_FLOAT32, 2);
-	rb_memcpy(buf[2], buf[0], o->host_bytes); /* warm-up */
+	rb_memcpy(h->plain[2], h->plain[0], o->host_bytes); /* warm-up */
 	for (int i = 0; i < o->iters; i++) {
 		uint64_t t0 = rw_now_ns();
 
-		rb_memcpy(buf[2], buf[0], o->host_bytes);
-		secs[i] = (double)(rw_now_ns() - t0) / 1e9;
+		rb_memcpy(h->plain[2], h->plain[0], o->host_bytes);
+		h->secs[i] = (double)(rw_now_ns() - t0) / 1e9;
 	}
-	rb_stats_of(secs, o->iters, &st);
+	rb_stats_of(h->secs, o->iters, &st);
 	printf("host  %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)\n", "memcpy", "copy", "libc",
 	       gbs(2.0 * (double)o->host_bytes, st.best), gbs(2.0 * (double)o->host_bytes, st.median));
 
-	rb_plain_add_f32((float *)buf[2], (float *)buf[0], (float *)buf[1], n);
-	for (int i = 0; i < o->iters; i++) {
-		uint64_t t0 = rw_now_ns();
-
-		rb_plain_add_f32((float *)buf[2], (float *)buf[0], (float *)buf[1], n);
-		secs[i] = (double)(rw_now_ns() - t0) / 1e9;
-	}
-	rb_stats_of(secs, o->iters, add);
+	time_plain_add(o, h);
+	for (int i = 0; i < o->iters; i++)
+		h->secs[i] = time_plain_add(o, h);
+	rb_stats_of(h->secs, o->iters, &st);
 	printf("host  %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)   c[i]=a[i]+b[i], -O3\n",
-	       "float32", "add", "plain", gbs(3.0 * (double)o->host_bytes, add->best),
-	       gbs(3.0 * (double)o->host_bytes, add->median));
-	free(secs);
+	       "float32", "add", "plain", gbs(3.0 * (double)o->host_bytes, st.best),
+	       gbs(3.0 * (double)o->host_bytes, st.median));
 }
 
-/* One dtype x op on the current instruction set. */
-static void host_one(const struct rb_opts *o, char **buf, enum rw_dtype dt, enum rw_op op,
-		     const struct rb_stats *add)
+/* One dtype x op on the current instruction set, runs interleaved with the plain add. */
+static void host_one(const struct rb_opts *o, struct rb_host *h, enum rw_dtype dt, enum rw_op op)
 {
 	size_t esize = rw_dtype_size(dt), count = o->host_bytes / esize;
 	double bytes = (double)((o->nsrcs + 1) * count * esize);
-	double *secs = calloc((size_t)o->iters, sizeof(double));
+	double plain_bytes = 3.0 * (double)o->host_bytes;
 	const void *srcs[RW_REDUCE_MAX_SRCS];
-	void *dst = o->in_place ? buf[0] : buf[o->nsrcs];
-	struct rb_stats st;
+	void *dst = o->in_place ? h->buf[0] : h->buf[o->nsrcs];
+	struct rb_stats st, plain;
 	int err = 0;
 
-	if (!secs)
-		exit(1);
 	for (unsigned int j = 0; j < o->nsrcs; j++)
-		srcs[j] = buf[j];
+		srcs[j] = h->buf[j];
 	for (int i = -1; i < o->iters && !err; i++) { /* i = -1: warm-up */
 		uint64_t t0 = rw_now_ns();
 
@@ -157,36 +163,46 @@ static void host_one(const struct rb_opts *o, char **buf, enum rw_dtype dt, enum
 			err = rw_reduce(dst, srcs[0], srcs[1], count, dt, op);
 		else
 			err = rw_reduce_multi(dst, srcs, o->nsrcs, count, dt, op);
-		if (i >= 0)
-			secs[i] = (double)(rw_now_ns() - t0) / 1e9;
+		if (i >= 0) {
+			h->secs[i] = (double)(rw_now_ns() - t0) / 1e9;
+			h->plain_secs[i] = time_plain_add(o, h);
+		}
 	}
 	if (err) {
 		fprintf(stderr, "ringway-reduce-bench: %s %s: %s\n", rw_dtype_name(dt),
 			rw_op_name(op), strerror(-err));
 		exit(1);
 	}
-	rb_stats_of(secs, o->iters, &st);
-	printf("host  %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)  %5.1f%% of plain add\n",
+	rb_stats_of(h->secs, o->iters, &st);
+	rb_stats_of(h->plain_secs, o->iters, &plain);
+	printf("host  %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)  %5.1f%% of plain add (%.2f)\n",
 	       rw_dtype_name(dt), rw_op_name(op), rw_isa_name(rw_reduce_get_isa()),
 	       gbs(bytes, st.best), gbs(bytes, st.median),
-	       100.0 * gbs(bytes, st.best) / gbs(3.0 * (double)o->host_bytes, add->best));
-	free(secs);
+	       100.0 * gbs(bytes, st.best) / gbs(plain_bytes, plain.best), gbs(plain_bytes, plain.best));
 }
 
 static void run_host(const struct rb_opts *o)
 {
-	char *buf[RW_REDUCE_MAX_SRCS + 1];
-	struct rb_stats add;
+	struct rb_host h;
 	enum rw_isa best = rw_reduce_best_isa();
 
 	printf("# host: one thread, %zu MiB per buffer, %u sources%s, best of %d runs "
 	       "(median in brackets); best instruction set here: %s\n",
 	       o->host_bytes >> 20, o->nsrcs, o->in_place ? ", in place" : "", o->iters,
 	       rw_isa_name(best));
-	printf("# GB/s = (bytes read + bytes written) / time; avg = sum and /nranks in one pass\n");
+	printf("# GB/s = (bytes read + bytes written) / time; avg = sum and /nranks in one pass;\n"
+	       "# %% of plain add: against the plain add run between the kernel's runs (its GB/s in brackets)\n");
 	for (unsigned int j = 0; j <= o->nsrcs; j++)
-		buf[j] = rb_alloc(o->host_bytes);
-	host_baselines(o, buf, &add);
+		h.buf[j] = rb_alloc(o->host_bytes);
+	for (int j = 0; j < 3; j++) {
+		h.plain[j] = rb_alloc(o->host_bytes);
+		rb_fill(h.plain[j], o->host_bytes / 4, RW_DTYPE_FLOAT32, (unsigned int)j + 100);
+	}
+	h.secs = calloc((size_t)o->iters, sizeof(double));
+	h.plain_secs = calloc((size_t)o->iters, sizeof(double));
+	if (!h.secs || !h.plain_secs)
+		exit(1);
+	host_baselines(o, &h);
 	for (int isa = o->all_isas ? 0 : (int)best; isa <= (int)best; isa++) {
 		if (rw_reduce_set_isa((enum rw_isa)isa))
 			continue;
@@ -194,16 +210,20 @@ static void run_host(const struct rb_opts *o)
 			if (!o->dtypes[dt])
 				continue;
 			for (unsigned int j = 0; j < o->nsrcs; j++)
-				rb_fill(buf[j], o->host_bytes / rw_dtype_size((enum rw_dtype)dt),
+				rb_fill(h.buf[j], o->host_bytes / rw_dtype_size((enum rw_dtype)dt),
 					(enum rw_dtype)dt, j);
 			for (int op = 0; op < RW_OP_COUNT; op++)
 				if (o->ops[op])
-					host_one(o, buf, (enum rw_dtype)dt, (enum rw_op)op, &add);
+					host_one(o, &h, (enum rw_dtype)dt, (enum rw_op)op);
 		}
 	}
 	rw_reduce_set_isa(best);
 	for (unsigned int j = 0; j <= o->nsrcs; j++)
-		free(buf[j]);
+		free(h.buf[j]);
+	for (int j = 0; j < 3; j++)
+		free(h.plain[j]);
+	free(h.secs);
+	free(h.plain_secs);
 }
 
 /* ---- options -------------------------------------------------------------- */
