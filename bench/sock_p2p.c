@@ -7,6 +7,9 @@
  *     plain blocking TCP stream;
  *   - latency: 8-byte ping-pong through rw_net (post, test until done, as
  *     NCCL's proxy does), then over a plain blocking TCP socket.
+ * Each repeat measures both back to back; the last lines give the medians
+ * and the median of the per-repeat ratios, which a busy machine disturbs
+ * least.
  * The transport is configured by the usual RINGWAY_* variables
  * (RINGWAY_SOCKET_NSTREAMS, RINGWAY_SOCKET_MIN_STRIPE, ...); the interface
  * defaults to lo.
@@ -248,9 +251,26 @@ static double raw_pingpong(struct peer *p, int fd, int iters)
 	return (now_us() - t0) / iters;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void run(struct peer *p, const struct opts *o)
 {
+	double *col[6];
 	int fd;
+
+	for (int i = 0; i < 6; i++)
+		col[i] = calloc((size_t)o->repeats, sizeof(double));
 
 	setup(p);
 	fd = raw_socket(p);
@@ -267,7 +287,20 @@ static void run(struct peer *p, const struct opts *o)
 
 		if (p->rank == 0)
 			printf("  %-8d %14.3f %14.3f %14.2f %14.2f\n", k, bw, rbw, rtt, rrtt);
+		col[0][k] = bw, col[1][k] = rbw, col[2][k] = rtt, col[3][k] = rrtt;
+		col[4][k] = bw / rbw, col[5][k] = rtt / rrtt;
 	}
+	if (p->rank == 0) {
+		double m[6];
+
+		for (int i = 0; i < 6; i++)
+			m[i] = median(col[i], o->repeats);
+		printf("  %-8s %14.3f %14.3f %14.2f %14.2f\n", "median", m[0], m[1], m[2], m[3]);
+		printf("# median of per-repeat ratios: bandwidth rw/raw %.2f, rtt rw/raw %.2f\n",
+		       m[4], m[5]);
+	}
+	for (int i = 0; i < 6; i++)
+		free(col[i]);
 	close(fd);
 	rw_net_dereg_mr(p->s, p->smr);
 	rw_net_dereg_mr(p->r, p->rmr);

@@ -7,8 +7,8 @@
 
 #include "transport/sock_internal.h"
 
-/* Most bytes close reads from a stream so that unread input (cts records of
- * receives that never got a send) does not turn the close into a reset. */
+/* Most bytes close reads from a stream so that unread input (messages or
+ * nacks nobody asked for) does not turn the close into a reset. */
 #define CLOSE_DRAIN_BYTES (1 << 20)
 
 struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t magic,
@@ -117,8 +117,8 @@ static bool comm_busy(const struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
 
-	if (d->nreqs || (c->magic == RW_SOCK_RECV_MAGIC &&
-			 d->rx.state != RW_SOCK_RX_HDR))
+	if (d->nreqs || (c->magic == RW_SOCK_RECV_MAGIC ? d->rx.state != RW_SOCK_RX_HDR
+						     : d->tx.q0_head != d->tx.q0_tail))
 		return true;
 	for (int i = 0; i < d->nstreams; i++)
 		if (!rw_sock_stream_idle(&d->streams[i]))
@@ -362,7 +362,6 @@ struct rw_sock_req *rw_sock_req_alloc(struct rw_sock_comm *c)
 	r->next_free = NULL;
 	r->err = 0;
 	atomic_store_explicit(&r->parts, 0, memory_order_relaxed);
-	r->bound = false;
 	r->post_ms = rw_now_ms();
 	d->nreqs++;
 	rw_sock_live_add(RW_SOCK_LIVE_REQS, 1);

@@ -16,6 +16,15 @@
 
 #include "transport/sock_internal.h"
 
+static const char *const state_names[] = {
+	[RW_SOCK_CONN_START] = "start",
+	[RW_SOCK_CONN_CONNECTING] = "TCP connect",
+	[RW_SOCK_CONN_HELLO] = "sending the hello",
+	[RW_SOCK_CONN_READY] = "ready",
+};
+
+static_assert(RW_ARRAY_SIZE(state_names) == RW_SOCK_CONN_READY + 1, "a name per state");
+
 static int conn_fail(struct rw_sock_comm *c, int err, const char *what)
 {
 	RW_WARN(RW_LOG_NET, "socket: connect to %s: %s: %s", c->peer, what,
@@ -234,8 +243,9 @@ int rw_sock_connect(struct rw_net *net, int dev, const void *handle,
 	if (rc == RW_SOCK_STEP_AGAIN &&
 	    rw_now_ms() - c->conn->start_ms >= (uint64_t)net->cfg.timeout_ms) {
 		RW_WARN(RW_LOG_NET,
-			"socket: connect to %s: not established within %lld ms (state %d)",
-			c->peer, (long long)net->cfg.timeout_ms, (int)c->conn->state);
+			"socket: connect to %s: not established within %lld ms (stuck in: %s)",
+			c->peer, (long long)net->cfg.timeout_ms,
+			state_names[c->conn->state]);
 		rc = -ETIMEDOUT;
 	}
 	if (rc == RW_SOCK_STEP_DONE) {

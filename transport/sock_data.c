@@ -2,19 +2,23 @@
 /*
  * The data path, calling thread's side: isend, irecv, test, iflush.
  *
- * Small messages (< min_stripe) go header + payload on stream 0: the
- * calling thread writes them with one non-blocking sendmsg when the stream
- * is idle, and reads them (header, payload and whatever follows, into a
- * read-ahead buffer) with non-blocking recv calls from test.  Only what the
- * kernel cannot take at once is handed to the stream's helper thread.
- * Large messages are striped: slice j goes to helper j (sock_stream.c).
+ * Stream 0 is this thread's: every message's header, small messages
+ * (< min_stripe) whole, and slice 0 of striped ones.  isend queues them and
+ * writes what the kernel takes at once (several per sendmsg); test writes
+ * the rest.  The receiver reads headers and payloads with non-blocking recv
+ * calls, small ones through a read-ahead buffer, large ones straight into
+ * the user's buffer.  Slice j > 0 of a striped message goes to helper j
+ * (sock_stream.c), which sleeps in blocking calls.
  *
- * Sends are eager.  irecv sends a clear-to-send record (sizes, tags) to
- * the sender; a send completes once its bytes are out and it has been
- * matched against that record, which is where a too-large send is found.
- * The receiver finds the same mismatch from the header and drops the
- * payload, so both sides report -EMSGSIZE and the streams stay in step.
- * No logging here but for errors, each reported once.
+ * Sends are eager and complete once the kernel has all their bytes.  The
+ * receiver checks each header against the buffer its tag picks; a message
+ * that does not fit is dropped (never an overrun), the receive fails with
+ * -EMSGSIZE, and a nack tells the sender, which fails its send comm with
+ * the same error (the send, if still under way, or its next call).  A
+ * message whose tag no buffer takes goes the same way with -ENOMSG.  No
+ * per-message traffic flows back otherwise, so a small message costs one
+ * write and one read, like plain TCP.  No logging here but for errors,
+ * each reported once.
  */
 #include <sched.h>
 #include <stdio.h>
@@ -64,102 +68,48 @@ static bool again(ssize_t n)
 
 /* --- send side ----------------------------------------------------------- */
 
-/* Parse the next cts record into tx->cts.  DONE, AGAIN (none yet) or -errno. */
-static int cts_next(struct rw_sock_comm *c)
+/* Bytes of this comm still on their way into the kernel? */
+static bool tx_busy(struct rw_sock_data *d)
 {
-	struct rw_sock_data *d = c->d;
-	struct rw_sock_tx *tx = &d->tx;
-
-	for (;;) {
-		size_t avail = tx->in_len - tx->in_pos;
-		struct rw_sock_cts_hdr h;
-		ssize_t n;
-
-		if (avail >= sizeof(h)) {
-			size_t need;
-
-			memcpy(&h, tx->in + tx->in_pos, sizeof(h));
-			if (h.marker != RW_SOCK_MSG_MARKER || h.kind != RW_SOCK_MSG_CTS ||
-			    h.n < 1 || h.n > RW_SOCK_MAX_RECVS)
-				return rw_sock_comm_fail(c, -EPROTO,
-					"stream 0: not a clear-to-send record (marker 0x%04x, kind %u, n %u)",
-					h.marker, h.kind, h.n);
-			if (h.seq != tx->cts_seq)
-				return rw_sock_comm_fail(c, -EPROTO,
-					"stream 0: clear-to-send for receive #%u, expected #%u",
-					h.seq, tx->cts_seq);
-			need = sizeof(h) + h.n * sizeof(struct rw_sock_cts_entry);
-			if (avail >= need) {
-				for (int i = 0; i < h.n; i++) {
-					struct rw_sock_cts_entry e;
-
-					memcpy(&e, tx->in + tx->in_pos + sizeof(h) + i * sizeof(e),
-					       sizeof(e));
-					tx->cts[i] = (struct rw_sock_entry){
-						.tag = e.tag, .cap = e.size };
-				}
-				tx->in_pos += need;
-				tx->cts_n = h.n;
-				tx->cts_bound = 0;
-				tx->cts_cur = h.seq;
-				tx->cts_seq++;
-				tx->have_cts = true;
-				return RW_SOCK_STEP_DONE;
-			}
-		}
-		if (tx->in_pos && tx->in_len == sizeof(tx->in)) {
-			memmove(tx->in, tx->in + tx->in_pos, avail);
-			tx->in_pos = 0;
-			tx->in_len = avail;
-		}
-		n = recv(d->streams[0].fd, tx->in + tx->in_len, sizeof(tx->in) - tx->in_len,
-			 MSG_DONTWAIT);
-		if (n > 0) {
-			tx->in_len += (size_t)n;
-			if (tx->in_pos == tx->in_len)
-				tx->in_pos = tx->in_len = 0;
-			rw_sock_progress(d);
-			continue;
-		}
-		if (again(n))
-			return RW_SOCK_STEP_AGAIN;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			return rw_sock_comm_fail(c, -ECONNRESET,
-				"the peer closed the connection with %u send(s) waiting for its receives",
-				tx->ub_tail - tx->ub_head);
-		return rw_sock_comm_fail(c, -errno, "stream 0: reading clear-to-send records");
-	}
+	if (d->tx.q0_head != d->tx.q0_tail)
+		return true;
+	for (int i = 1; i < d->nstreams; i++)
+		if (!rw_sock_stream_idle(&d->streams[i]))
+			return true;
+	return false;
 }
 
-/* Match the oldest unbound send against the current cts record. */
-static void bind_one(struct rw_sock_comm *c, struct rw_sock_req *r)
+/* The receiver dropped a message: from now on every send call on this comm
+ * fails with the same error.  The streams stay in step (the receiver drains
+ * what was sent), so helpers finish what they have.  Returns the error. */
+static int nack_handle(struct rw_sock_comm *c, const struct rw_sock_nack *k)
 {
 	struct rw_sock_tx *tx = &c->d->tx;
-	int i = rw_sock_match(tx->cts, tx->cts_n, r->tag);
-	char tags[96];
 
-	if (i < 0) {
-		tags_str(tx->cts, tx->cts_n, tags, sizeof(tags));
+	if (k->marker != RW_SOCK_MSG_MARKER || k->kind != RW_SOCK_MSG_NACK)
+		return rw_sock_comm_fail(c, -EPROTO,
+			"stream 0: not a nack from the receiver (marker 0x%04x, kind %u)",
+			k->marker, k->kind);
+	tx->in_len = 0;
+	if (tx->nack_err)
+		return tx->nack_err;
+	if (k->reason == RW_SOCK_NACK_TOO_BIG) {
 		RW_WARN(RW_LOG_NET,
-			"socket: send comm to %s: send of %zu bytes with tag %d matches no buffer of the peer's receive #%u (tags %s); the peer drops it",
-			c->peer, r->size, r->tag, tx->cts_cur, tags);
-		r->err = -ENOMSG;
+			"socket: send comm to %s: the peer dropped message #%u (tag %d, %llu bytes): larger than the %llu-byte buffer of its receive #%u",
+			c->peer, k->seq, k->tag, (unsigned long long)k->size,
+			(unsigned long long)k->cap, k->recv);
+		tx->nack_err = -EMSGSIZE;
 	} else {
-		tx->cts[i].used = true;
-		if (r->size > tx->cts[i].cap) {
-			RW_WARN(RW_LOG_NET,
-				"socket: send comm to %s: send of %zu bytes with tag %d is larger than the peer's buffer %d of receive #%u (%zu bytes); the peer drops it",
-				c->peer, r->size, r->tag, i, tx->cts_cur, tx->cts[i].cap);
-			r->err = -EMSGSIZE;
-		}
+		RW_WARN(RW_LOG_NET,
+			"socket: send comm to %s: the peer dropped message #%u (tag %d, %llu bytes): no buffer of its receive #%u takes that tag",
+			c->peer, k->seq, k->tag, (unsigned long long)k->size, k->recv);
+		tx->nack_err = -ENOMSG;
 	}
-	r->bound = true;
-	if (++tx->cts_bound == tx->cts_n)
-		tx->have_cts = false;
+	return tx->nack_err;
 }
 
+/* Read what came back from the receiver: nothing, or a nack (which fails
+ * the comm).  0 or -errno. */
 static int tx_progress(struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
@@ -168,91 +118,137 @@ static int tx_progress(struct rw_sock_comm *c)
 
 	if (rc)
 		return rc;
-	while (tx->ub_head != tx->ub_tail) {
-		if (!tx->have_cts) {
-			rc = cts_next(c);
-			if (rc != RW_SOCK_STEP_DONE)
-				return rc < 0 ? rc : 0;
+	while (!tx->peer_closed && !tx->nack_err) {
+		ssize_t n = recv(d->streams[0].fd, tx->in + tx->in_len,
+				 sizeof(tx->in) - tx->in_len, MSG_DONTWAIT);
+
+		if (n > 0) {
+			tx->in_len += (size_t)n;
+			if (tx->in_len == sizeof(tx->in)) {
+				struct rw_sock_nack k;
+
+				memcpy(&k, tx->in, sizeof(k));
+				return nack_handle(c, &k);
+			}
+			continue;
 		}
-		bind_one(c, tx->unbound[tx->ub_head % RW_SOCK_MAX_REQS]);
-		tx->ub_head++;
+		if (again(n))
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return rw_sock_comm_fail(c, -errno, "stream 0: recv failed");
+		/* The receiver closed.  Fine unless bytes are still going out;
+		 * a later send fails. */
+		if (tx_busy(d))
+			return rw_sock_comm_fail(c, -ECONNRESET,
+				"the peer closed the connection with sends under way");
+		tx->peer_closed = true;
 	}
-	return 0;
+	return tx->nack_err;
 }
 
-static int send_eager(struct rw_sock_comm *c, struct rw_sock_req *r,
-		      const struct rw_sock_msg_hdr *h)
+/*
+ * Write what the kernel takes of stream 0's queue: headers, eager messages
+ * and slice 0 of striped ones, several per sendmsg.  0 or -errno.
+ */
+static int tx_pump(struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
-	struct rw_sock_stream *s0 = &d->streams[0];
-	struct rw_sock_op op = { .req = r, .buf = (char *)r->data, .len = r->size,
-				 .hdr = *h, .hdr_len = sizeof(*h) };
-	size_t sent = 0;
-	int rc;
+	struct rw_sock_tx *tx = &d->tx;
+	int err = atomic_load_explicit(&d->err, memory_order_acquire);
 
-	if (rw_sock_stream_idle(s0)) {
-		struct iovec iov[2] = { { (void *)h, sizeof(*h) },
-					{ (void *)r->data, r->size } };
-		struct msghdr m = { .msg_iov = iov, .msg_iovlen = r->size ? 2 : 1 };
+	if (err) {
+		/* the connection is gone: let go of what was still queued */
+		for (; tx->q0_head != tx->q0_tail; tx->q0_head++)
+			atomic_fetch_sub_explicit(&tx->q0[tx->q0_head % RW_SOCK_MAX_REQS].req->parts,
+						  1, memory_order_relaxed);
+		return err;
+	}
+	while (tx->q0_head != tx->q0_tail) {
+		struct iovec iov[2 * RW_SOCK_TX_BATCH];
+		struct msghdr m = { .msg_iov = iov };
 		ssize_t n;
 
-		do
-			n = sendmsg(s0->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-		while (n < 0 && errno == EINTR);
-		if (n < 0 && !again(n))
-			return rw_sock_comm_fail(c, -errno,
-						 "stream 0: send of a %zu-byte message failed",
-						 r->size);
-		if (n > 0) {
-			sent = (size_t)n;
-			rw_sock_progress(d);
+		for (unsigned i = tx->q0_head; i != tx->q0_tail &&
+		     m.msg_iovlen < RW_ARRAY_SIZE(iov); i++) {
+			struct rw_sock_op *op = &tx->q0[i % RW_SOCK_MAX_REQS];
+
+			if (op->hdr_done < op->hdr_len)
+				iov[m.msg_iovlen++] = (struct iovec){
+					(char *)&op->hdr + op->hdr_done,
+					op->hdr_len - op->hdr_done };
+			if (op->done < op->len)
+				iov[m.msg_iovlen++] = (struct iovec){ op->buf + op->done,
+								      op->len - op->done };
 		}
-		if (sent == sizeof(*h) + r->size)
+		n = sendmsg(d->streams[0].fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (again(n))
 			return 0;
+		if (n <= 0)
+			return rw_sock_comm_fail(c, n < 0 ? -errno : -EPIPE,
+						 "stream 0: sendmsg failed");
+		rw_sock_progress(d);
+		/* account the bytes, piece by piece */
+		while (n > 0) {
+			struct rw_sock_op *op = &tx->q0[tx->q0_head % RW_SOCK_MAX_REQS];
+			size_t h = RW_MIN((size_t)n, (size_t)(op->hdr_len - op->hdr_done));
+			size_t b = RW_MIN((size_t)n - h, op->len - op->done);
+
+			op->hdr_done += (uint32_t)h;
+			op->done += b;
+			n -= (ssize_t)(h + b);
+			if (op->hdr_done == op->hdr_len && op->done == op->len) {
+				atomic_fetch_sub_explicit(&op->req->parts, 1,
+							  memory_order_relaxed);
+				tx->q0_head++;
+			}
+		}
 	}
-	/* The kernel took only part of it (or the stream is busy): the
-	 * helper finishes it, behind what it already has. */
-	rc = rw_sock_streams_start(c);
-	if (rc)
-		return sent ? rw_sock_comm_fail(c, rc, "stream 0: no helper thread") : rc;
-	op.hdr_done = (uint32_t)RW_MIN(sent, sizeof(*h));
-	op.done = sent - op.hdr_done;
-	atomic_store_explicit(&r->parts, 1, memory_order_relaxed);
-	rw_sock_stream_push(s0, &op);
 	return 0;
 }
 
-static int send_striped(struct rw_sock_comm *c, struct rw_sock_req *r,
-			const struct rw_sock_msg_hdr *h)
+/* Queue a message: its header and first slice (all of it when eager) on
+ * stream 0, the other slices for the helpers. */
+static int tx_queue(struct rw_sock_comm *c, struct rw_sock_req *r,
+		    const struct rw_sock_msg_hdr *h)
 {
 	struct rw_sock_data *d = c->d;
-	unsigned n = (unsigned)d->nstreams;
-	int parts = 0;
-	int rc = rw_sock_streams_start(c);
+	struct rw_sock_tx *tx = &d->tx;
+	unsigned n = h->kind == RW_SOCK_MSG_STRIPED ? (unsigned)d->nstreams : 1;
+	int parts = 1;
 
-	if (rc)
-		return rc;
-	for (unsigned j = 0; j < n; j++) {
+	if (n > 1) {
+		int rc = rw_sock_streams_start(c);
+
+		if (rc)
+			return rc;
+	}
+	for (unsigned j = 1; j < n; j++) {
 		uint64_t off, len;
 
 		rw_sock_stripe(r->size, n, j, &off, &len);
-		parts += j == 0 || len;
+		parts += len != 0;
 	}
 	atomic_store_explicit(&r->parts, parts, memory_order_relaxed);
 	for (unsigned j = 0; j < n; j++) {
 		struct rw_sock_op op = { .req = r };
-		uint64_t off, len;
+		uint64_t off = 0, len = r->size;
 
-		rw_sock_stripe(r->size, n, j, &off, &len);
-		if (j && !len)
-			continue;
+		if (n > 1)
+			rw_sock_stripe(r->size, n, j, &off, &len);
 		op.buf = (char *)r->data + off;
 		op.len = len;
 		if (j == 0) {
 			op.hdr = *h;
 			op.hdr_len = sizeof(*h);
+			tx->q0[tx->q0_tail % RW_SOCK_MAX_REQS] = op;
+			tx->q0_tail++;
+		} else if (len) {
+			rw_sock_stream_push(&d->streams[j], &op);
 		}
-		rw_sock_stream_push(&d->streams[j], &op);
 	}
 	return 0;
 }
@@ -281,12 +277,13 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 	d = c->d;
 	tx = &d->tx;
 	rc = tx_progress(c);
+	if (!rc && tx->peer_closed)
+		rc = rw_sock_comm_fail(c, -ECONNRESET, "the peer closed the connection");
 	if (rc)
-		return rc;
-	striped = size >= c->min_stripe;
-	if (d->nreqs >= RW_SOCK_MAX_REQS || tx->ub_tail - tx->ub_head >= RW_SOCK_MAX_REQS ||
-	    (striped ? !rw_sock_stripe_room(d, size)
-		     : !rw_sock_stream_room(&d->streams[0]))) {
+		return rc; /* logged where it was found */
+	striped = size >= c->min_stripe && d->nstreams > 1;
+	if (d->nreqs >= RW_SOCK_MAX_REQS || tx->q0_tail - tx->q0_head >= RW_SOCK_MAX_REQS ||
+	    (striped && !rw_sock_stripe_room(d, size))) {
 		*req = NULL; /* no room now: NCCL tries again */
 		return 0;
 	}
@@ -299,18 +296,18 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 	r->data = data;
 	r->size = size;
 	r->tag = tag;
+	r->seq = tx->seq++;
 	h = (struct rw_sock_msg_hdr){ .marker = RW_SOCK_MSG_MARKER,
 				      .kind = striped ? RW_SOCK_MSG_STRIPED
 						      : RW_SOCK_MSG_EAGER,
 				      .tag = tag, .size = size };
-	rc = striped ? send_striped(c, r, &h) : send_eager(c, r, &h);
+	rc = tx_queue(c, r, &h);
 	if (rc) {
 		rw_sock_req_free(c, r);
 		return rc;
 	}
-	tx->unbound[tx->ub_tail % RW_SOCK_MAX_REQS] = r;
-	tx->ub_tail++;
-	tx_progress(c); /* a failure shows in test */
+	if (!tx_pump(c)) /* a failure shows in test */
+		tx_progress(c);
 	RW_TRACE(RW_LOG_NET, "socket: isend %zu bytes tag %d to %s (%s)", size, tag,
 		 c->peer, striped ? "striped" : "eager");
 	*req = &r->base;
@@ -319,7 +316,7 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 
 /* --- receive side ---------------------------------------------------------- */
 
-static int cts_flush(struct rw_sock_comm *c)
+static int nack_flush(struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
 	struct rw_sock_rx *rx = &d->rx;
@@ -337,10 +334,35 @@ static int cts_flush(struct rw_sock_comm *c)
 		if (n < 0 && errno == EINTR)
 			continue;
 		return rw_sock_comm_fail(c, n < 0 ? -errno : -EPIPE,
-					 "stream 0: sending clear-to-send records");
+					 "stream 0: telling the peer a message was dropped");
 	}
 	rx->out_pos = rx->out_len = 0;
 	return 0;
+}
+
+/* Room for one more nack?  (The sender reads them as it goes; if it does
+ * not, headers wait.) */
+static bool nack_room(struct rw_sock_comm *c)
+{
+	struct rw_sock_rx *rx = &c->d->rx;
+
+	if (sizeof(rx->out) - rx->out_len >= sizeof(struct rw_sock_nack))
+		return true;
+	if (rx->out_pos) {
+		memmove(rx->out, rx->out + rx->out_pos, rx->out_len - rx->out_pos);
+		rx->out_len -= rx->out_pos;
+		rx->out_pos = 0;
+	}
+	return sizeof(rx->out) - rx->out_len >= sizeof(struct rw_sock_nack);
+}
+
+static void nack_queue(struct rw_sock_comm *c, const struct rw_sock_nack *k)
+{
+	struct rw_sock_rx *rx = &c->d->rx;
+
+	memcpy(rx->out + rx->out_len, k, sizeof(*k));
+	rx->out_len += sizeof(*k);
+	nack_flush(c); /* a failure shows in test */
 }
 
 /* At least want bytes in rx->buf[pos..len)?  DONE, AGAIN or -errno. */
@@ -379,8 +401,8 @@ static int rx_fill(struct rw_sock_comm *c, size_t want)
 	return RW_SOCK_STEP_DONE;
 }
 
-/* The rest of an eager payload: from the read-ahead, then straight from the
- * socket into the user's buffer when much is left. */
+/* The rest of an eager payload or of slice 0: from the read-ahead, then
+ * straight from the socket into the user's buffer when much is left. */
 static int rx_payload(struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
@@ -433,44 +455,40 @@ static int rx_payload(struct rw_sock_comm *c)
 	return RW_SOCK_STEP_DONE;
 }
 
-/* Hand a striped message's slices to the helpers; slice 0 may already be
- * partly (or wholly) in the read-ahead. */
-static void rx_striped(struct rw_sock_comm *c, struct rw_sock_req *r,
-		       const struct rw_sock_msg_hdr *h, char *dst)
+/* Route a message's payload: all of it (eager) or slice 0 (striped) is
+ * read here, from the read-ahead and then the socket; slices 1..n-1 go to
+ * the helpers. */
+static void rx_route(struct rw_sock_comm *c, struct rw_sock_req *r,
+		     const struct rw_sock_msg_hdr *h, char *dst)
 {
 	struct rw_sock_data *d = c->d;
 	struct rw_sock_rx *rx = &d->rx;
-	unsigned n = (unsigned)d->nstreams;
+	unsigned n = h->kind == RW_SOCK_MSG_STRIPED ? (unsigned)d->nstreams : 1;
+	uint64_t off, len = h->size;
 	int parts = 0;
 
-	for (unsigned j = 0; j < n; j++) {
-		uint64_t off, len;
-
+	for (unsigned j = 1; j < n; j++) {
 		rw_sock_stripe(h->size, n, j, &off, &len);
-		parts += j == 0 || len;
+		parts += len != 0;
 	}
+	if (n > 1)
+		rw_sock_stripe(h->size, n, 0, &off, &len);
+	parts += len != 0;
 	atomic_fetch_add_explicit(&r->parts, parts, memory_order_relaxed);
-	for (unsigned j = 0; j < n; j++) {
+	if (len) {
+		rx->cur = r;
+		rx->dst = dst;
+		rx->left = len;
+		rx->state = RW_SOCK_RX_PAYLOAD;
+	}
+	for (unsigned j = 1; j < n; j++) {
 		struct rw_sock_op op = { .req = r };
-		uint64_t off, len;
 
 		rw_sock_stripe(h->size, n, j, &off, &len);
-		if (j && !len)
+		if (!len)
 			continue;
 		op.buf = dst ? dst + off : NULL;
 		op.len = len;
-		if (j == 0) {
-			size_t k = RW_MIN(rx->len - rx->pos, len);
-
-			if (dst)
-				memcpy(dst + off, rx->buf + rx->pos, k);
-			rx->pos += k;
-			op.done = k;
-			if (k == len) {
-				atomic_fetch_sub_explicit(&r->parts, 1, memory_order_relaxed);
-				continue;
-			}
-		}
 		rw_sock_stream_push(&d->streams[j], &op);
 	}
 }
@@ -487,8 +505,8 @@ static int rx_header(struct rw_sock_comm *c)
 	char tags[96];
 	int rc, i;
 
-	if (rx->p_head == rx->p_tail || !rw_sock_stream_idle(&d->streams[0]))
-		return RW_SOCK_STEP_AGAIN; /* nothing posted, or helper 0 reads */
+	if (rx->p_head == rx->p_tail)
+		return RW_SOCK_STEP_AGAIN; /* no receive posted */
 	rc = rx_fill(c, sizeof(h));
 	if (rc != RW_SOCK_STEP_DONE)
 		return rc;
@@ -500,46 +518,52 @@ static int rx_header(struct rw_sock_comm *c)
 			"stream 0: not a message header (marker 0x%04x, kind %u, size %llu)",
 			h.marker, h.kind, (unsigned long long)h.size);
 	if (h.kind == RW_SOCK_MSG_STRIPED) {
+		if (d->nstreams == 1)
+			return rw_sock_comm_fail(c, -EPROTO,
+				"stream 0: a striped message on a one-stream connection");
 		if (!rw_sock_stripe_room(d, h.size))
 			return RW_SOCK_STEP_AGAIN;
 		rc = rw_sock_streams_start(c);
 		if (rc)
 			return rw_sock_comm_fail(c, rc, "no helper threads for a striped message");
 	}
-	rx->pos += sizeof(h);
-
 	r = rx->posted[rx->p_head % RW_SOCK_MAX_REQS];
 	i = rw_sock_match(r->e, r->n, h.tag);
+	if ((i < 0 || h.size > r->e[i].cap) && !nack_room(c))
+		return RW_SOCK_STEP_AGAIN;
+	rx->pos += sizeof(h);
 	if (i < 0) {
 		tags_str(r->e, r->n, tags, sizeof(tags));
 		RW_WARN(RW_LOG_NET,
-			"socket: recv comm from %s: message of %llu bytes with tag %d matches no buffer of receive #%u (tags %s); dropped",
-			c->peer, (unsigned long long)h.size, h.tag, r->seq, tags);
+			"socket: recv comm from %s: message #%u of %llu bytes with tag %d matches no buffer of receive #%u (tags %s); dropped",
+			c->peer, rx->msg_seq, (unsigned long long)h.size, h.tag, r->seq, tags);
 		r->err = r->err ? r->err : -ENOMSG;
+		nack_queue(c, &(struct rw_sock_nack){
+			.marker = RW_SOCK_MSG_MARKER, .kind = RW_SOCK_MSG_NACK,
+			.reason = RW_SOCK_NACK_NO_TAG, .seq = rx->msg_seq, .tag = h.tag,
+			.recv = r->seq, .size = h.size });
 	} else {
 		r->e[i].used = true;
 		r->e[i].size = h.size;
 		if (h.size > r->e[i].cap) {
 			RW_WARN(RW_LOG_NET,
-				"socket: recv comm from %s: message of %llu bytes with tag %d does not fit buffer %d of receive #%u (%zu bytes); dropped",
-				c->peer, (unsigned long long)h.size, h.tag, i, r->seq,
-				r->e[i].cap);
+				"socket: recv comm from %s: message #%u of %llu bytes with tag %d does not fit buffer %d of receive #%u (%zu bytes); dropped",
+				c->peer, rx->msg_seq, (unsigned long long)h.size, h.tag, i,
+				r->seq, r->e[i].cap);
 			r->err = r->err ? r->err : -EMSGSIZE;
+			nack_queue(c, &(struct rw_sock_nack){
+				.marker = RW_SOCK_MSG_MARKER, .kind = RW_SOCK_MSG_NACK,
+				.reason = RW_SOCK_NACK_TOO_BIG, .seq = rx->msg_seq,
+				.tag = h.tag, .recv = r->seq, .size = h.size,
+				.cap = r->e[i].cap });
 		} else {
 			dst = r->e[i].data;
 		}
 	}
+	rx->msg_seq++;
 	if (--r->msgs_left == 0)
 		rx->p_head++;
-	if (h.kind == RW_SOCK_MSG_STRIPED) {
-		rx_striped(c, r, &h, dst);
-	} else if (h.size) {
-		atomic_fetch_add_explicit(&r->parts, 1, memory_order_relaxed);
-		rx->cur = r;
-		rx->dst = dst;
-		rx->left = h.size;
-		rx->state = RW_SOCK_RX_PAYLOAD;
-	}
+	rx_route(c, r, &h, dst);
 	return RW_SOCK_STEP_DONE;
 }
 
@@ -548,27 +572,21 @@ static int rx_progress(struct rw_sock_comm *c)
 	struct rw_sock_data *d = c->d;
 	int rc = atomic_load_explicit(&d->err, memory_order_acquire);
 
-	if (rc)
+	if (rc) {
+		/* the connection is gone: let go of the payload being read */
+		if (d->rx.state == RW_SOCK_RX_PAYLOAD) {
+			atomic_fetch_sub_explicit(&d->rx.cur->parts, 1, memory_order_relaxed);
+			d->rx.cur = NULL;
+			d->rx.state = RW_SOCK_RX_HDR;
+		}
 		return rc;
-	rc = cts_flush(c);
+	}
+	rc = nack_flush(c);
 	while (!rc) {
 		rc = d->rx.state == RW_SOCK_RX_PAYLOAD ? rx_payload(c) : rx_header(c);
 		rc = rc == RW_SOCK_STEP_DONE ? 0 : rc == RW_SOCK_STEP_AGAIN ? 1 : rc;
 	}
 	return rc < 0 ? rc : 0;
-}
-
-/* Room for one more cts record of n buffers in the outbox? */
-static bool cts_room(struct rw_sock_rx *rx, int n)
-{
-	size_t need = sizeof(struct rw_sock_cts_hdr) + n * sizeof(struct rw_sock_cts_entry);
-
-	if (rx->out_pos && sizeof(rx->out) - rx->out_len < need) {
-		memmove(rx->out, rx->out + rx->out_pos, rx->out_len - rx->out_pos);
-		rx->out_len -= rx->out_pos;
-		rx->out_pos = 0;
-	}
-	return sizeof(rx->out) - rx->out_len >= need;
 }
 
 int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data,
@@ -579,7 +597,6 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data,
 	struct rw_sock_data *d;
 	struct rw_sock_rx *rx;
 	struct rw_sock_req *r;
-	struct rw_sock_cts_hdr ch;
 	int rc = comm_check(comm, RW_SOCK_RECV_MAGIC, "irecv", &c);
 
 	if (rc)
@@ -606,8 +623,7 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data,
 	rc = rx_progress(c);
 	if (rc)
 		return rc;
-	if (d->nreqs >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS ||
-	    !cts_room(rx, n)) {
+	if (d->nreqs >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS) {
 		*req = NULL;
 		return 0;
 	}
@@ -619,20 +635,10 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data,
 	r->kind = RW_SOCK_REQ_RECV;
 	r->n = n;
 	r->msgs_left = n;
-	r->seq = rx->seq++;
-	ch = (struct rw_sock_cts_hdr){ .marker = RW_SOCK_MSG_MARKER,
-				       .kind = RW_SOCK_MSG_CTS, .n = (uint8_t)n,
-				       .seq = r->seq };
-	memcpy(rx->out + rx->out_len, &ch, sizeof(ch));
-	rx->out_len += sizeof(ch);
-	for (int i = 0; i < n; i++) {
-		struct rw_sock_cts_entry ce = { .tag = tags[i], .size = sizes[i] };
-
+	r->seq = rx->recv_seq++;
+	for (int i = 0; i < n; i++)
 		r->e[i] = (struct rw_sock_entry){ .data = data[i], .cap = sizes[i],
 						  .tag = tags[i] };
-		memcpy(rx->out + rx->out_len, &ce, sizeof(ce));
-		rx->out_len += sizeof(ce);
-	}
 	rx->posted[rx->p_tail % RW_SOCK_MAX_REQS] = r;
 	rx->p_tail++;
 	rx_progress(c); /* a failure shows in test */
@@ -670,9 +676,8 @@ static int check_stall(struct rw_sock_comm *c, struct rw_sock_req *r)
 		return 0;
 	if (r->kind == RW_SOCK_REQ_SEND)
 		return rw_sock_comm_fail(c, -ETIMEDOUT,
-			"nothing moved for %lld ms with a send of %zu bytes (tag %d) %s",
-			(long long)c->timeout_ms, r->size, r->tag,
-			r->bound ? "still being written" : "waiting for the peer's receive");
+			"the peer took no data for %lld ms (message #%u, %zu bytes, tag %d)",
+			(long long)c->timeout_ms, r->seq, r->size, r->tag);
 	return rw_sock_comm_fail(c, -ETIMEDOUT,
 		"nothing moved for %lld ms with receive #%u (%d buffer(s)) waiting for %d message(s)",
 		(long long)c->timeout_ms, r->seq, r->n, r->msgs_left);
@@ -695,14 +700,19 @@ int rw_sock_test(struct rw_net_req *req, int *done, size_t *sizes)
 		return r->magic == RW_SOCK_REQ_MAGIC ? -EBADF : -EINVAL;
 	}
 	c = rw_sock_comm_from(req->comm);
-	if (r->kind == RW_SOCK_REQ_SEND)
-		tx_progress(c);
-	else
-		rx_progress(c);
 	parts = atomic_load_explicit(&r->parts, memory_order_acquire);
-	complete = parts == 0 && (r->kind == RW_SOCK_REQ_SEND ? r->bound : r->msgs_left == 0);
+	if (r->kind == RW_SOCK_REQ_RECV)
+		rx_progress(c);
+	else if (parts && !tx_pump(c))
+		tx_progress(c);
+	parts = atomic_load_explicit(&r->parts, memory_order_acquire);
+	err = atomic_load_explicit(&c->d->err, memory_order_acquire);
+	complete = parts == 0 && (r->kind == RW_SOCK_REQ_SEND || r->msgs_left == 0);
 	if (complete) {
-		err = r->err;
+		/* a send fails once the peer dropped a message of this comm
+		 * (perhaps this very one) */
+		err = r->kind == RW_SOCK_REQ_SEND && err ? err
+		      : r->kind == RW_SOCK_REQ_SEND ? c->d->tx.nack_err : r->err;
 		if (!err && sizes) {
 			if (r->kind == RW_SOCK_REQ_SEND)
 				sizes[0] = r->size;
@@ -715,7 +725,6 @@ int rw_sock_test(struct rw_net_req *req, int *done, size_t *sizes)
 			*done = 1;
 		return err;
 	}
-	err = atomic_load_explicit(&c->d->err, memory_order_acquire);
 	if (!err)
 		err = check_stall(c, r);
 	if (err && parts == 0) {

@@ -17,11 +17,11 @@
  * slabs and registrations; they are freed by close_send/close_recv.
  *
  * Threads.  The calling thread (NCCL's progress thread) owns everything of a
- * comm but the op rings, which it shares with the helper threads under each
- * stream's lock.  The stream's fd is written (send side) or read (receive
- * side) by the helper while the stream has ops outstanding, and by the
- * calling thread otherwise; the reverse direction (clear-to-send records)
- * always belongs to the calling thread.
+ * comm but the op rings of streams 1..n-1, which it shares with their helper
+ * threads under each stream's lock.  Stream 0 has no helper: the calling
+ * thread moves all of its bytes (headers, eager messages, slice 0 of striped
+ * ones, nacks) with non-blocking calls from isend, irecv and test.  Stream
+ * j > 0 is read or written only by its helper.
  */
 #ifndef RW_SOCK_INTERNAL_H
 #define RW_SOCK_INTERNAL_H
@@ -38,15 +38,16 @@
 #include "transport/sock.h"
 #include "transport/sock_proto.h"
 
-static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "cts records carry RW_NET_MAX_RECVS");
+static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "one entry per buffer of a receive");
 
 #define RW_SOCK_ADDRSTRLEN 72      /* "[v6addr%scope]:port" */
 #define RW_SOCK_MAX_DEVS 32
 #define RW_SOCK_MAX_REQS (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS)
 #define RW_SOCK_SLAB_REQS 32       /* requests allocated together */
-#define RW_SOCK_RING 64            /* ops queued per stream */
+#define RW_SOCK_RING 64            /* ops queued per helper stream */
+#define RW_SOCK_TX_BATCH 32        /* stream-0 pieces per sendmsg */
 #define RW_SOCK_RXBUF 16384        /* calling thread's read-ahead, stream 0 */
-#define RW_SOCK_CTS_INBUF 4096     /* sender's buffer of cts records */
+#define RW_SOCK_NACK_MAX 64        /* nacks waiting to be written */
 #define RW_SOCK_MAX_CANDS 64       /* accepted sockets still owing a hello */
 #define RW_SOCK_MAX_ASMS 16        /* connections with streams missing */
 #define RW_SOCK_MAX_COMMS 65536    /* what get_properties promises */
@@ -230,12 +231,11 @@ struct rw_sock_req {
 	atomic_int parts;     /* pieces still moving (helpers, eager payload) */
 	int err;              /* matching error: -EMSGSIZE, -ENOMSG */
 	uint64_t post_ms;
-	uint32_t seq;         /* receive number (cts seq) */
+	uint32_t seq;         /* message (send) or receive number */
 	/* send */
 	const char *data;
 	size_t size;
 	int tag;
-	bool bound;           /* matched against the receiver's cts */
 	/* receive */
 	int n;
 	int msgs_left;        /* headers not read yet */
@@ -248,7 +248,7 @@ struct rw_sock_req_slab {
 };
 
 /** First buffer of a receive whose tag is tag and that is still free; -1 if
- *  none.  Both ends run it: the receiver on headers, the sender on cts. */
+ *  none. */
 static inline int rw_sock_match(const struct rw_sock_entry *e, int n, int tag)
 {
 	for (int i = 0; i < n; i++)
@@ -259,7 +259,8 @@ static inline int rw_sock_match(const struct rw_sock_entry *e, int n, int tag)
 
 /* --- streams and helper threads -------------------------------------------- */
 
-/** A piece of a message for a helper: header (send only) then buf[0..len). */
+/** A piece of a message on one stream: header (send side, stream 0 only)
+ *  then buf[0..len). */
 struct rw_sock_op {
 	struct rw_sock_req *req;
 	char *buf;                  /* receive: NULL discards */
@@ -280,7 +281,7 @@ struct rw_sock_stream {
 	pthread_cond_t cond;        /* helper sleeps here when idle */
 	bool stop;
 	unsigned head, tail;        /* ops[head % RING] .. ops[(tail-1) % RING] */
-	atomic_uint outstanding;    /* tail - head: 0 = the fd is the caller's */
+	atomic_uint outstanding;    /* tail - head */
 	struct rw_sock_op ops[RW_SOCK_RING];
 };
 
@@ -291,39 +292,38 @@ enum rw_sock_rx_state {
 	RW_SOCK_RX_PAYLOAD,  /* next: the rest of an eager payload */
 };
 
-/** Send side: sends wait for the cts record that covers them. */
+/** Send side: stream 0's queue, and the nacks coming back. */
 struct rw_sock_tx {
-	struct rw_sock_req *unbound[RW_SOCK_MAX_REQS]; /* in posting order */
-	unsigned ub_head, ub_tail;
-	uint32_t cts_seq;           /* seq of the next cts record */
-	bool have_cts;              /* cts_* below hold the current record */
-	int cts_n, cts_bound;
-	uint32_t cts_cur;           /* its seq */
-	struct rw_sock_entry cts[RW_SOCK_MAX_RECVS]; /* cap = peer's size */
-	size_t in_pos, in_len;      /* in[in_pos..in_len) not parsed yet */
-	char in[RW_SOCK_CTS_INBUF];
+	struct rw_sock_op q0[RW_SOCK_MAX_REQS]; /* stream 0's pieces, in order */
+	unsigned q0_head, q0_tail;
+	uint32_t seq;               /* number of the next message */
+	bool peer_closed;           /* the receiver closed its end */
+	int nack_err;               /* the receiver dropped a message: sticky */
+	size_t in_len;              /* in[0..in_len): part of a nack */
+	char in[sizeof(struct rw_sock_nack)];
 };
 
 /** Receive side: posted receives take messages in order. */
 struct rw_sock_rx {
 	struct rw_sock_req *posted[RW_SOCK_MAX_REQS]; /* headers still due */
 	unsigned p_head, p_tail;
-	uint32_t seq;
+	uint32_t recv_seq;          /* number of the next receive */
+	uint32_t msg_seq;           /* number of the next message */
 	enum rw_sock_rx_state state;
-	struct rw_sock_req *cur;    /* the eager payload being read */
+	struct rw_sock_req *cur;    /* eager payload or slice 0 being read */
 	char *dst;                  /* NULL: discard */
 	size_t left;
 	size_t pos, len;            /* buf[pos..len) read ahead from stream 0 */
 	char buf[RW_SOCK_RXBUF];
-	size_t out_pos, out_len;    /* cts records not yet written */
-	char out[RW_SOCK_MAX_REQS * RW_SOCK_CTS_MAX_BYTES];
+	size_t out_pos, out_len;    /* nacks not yet written */
+	char out[RW_SOCK_NACK_MAX * sizeof(struct rw_sock_nack)];
 };
 
 /** Everything a comm frees at close. */
 struct rw_sock_data {
 	atomic_int err;                /* first connection error, sticky */
 	_Atomic uint64_t progress_ms;  /* last time bytes moved */
-	bool helpers_started;
+	bool helpers_started;          /* threads of streams 1..n-1 */
 	int nreqs;                     /* requests handed out */
 	int nslabs;
 	struct rw_sock_req_slab *slabs;
@@ -460,7 +460,7 @@ int rw_sock_test(struct rw_net_req *req, int *done, size_t *sizes);
 
 /* --- sock_stream.c -------------------------------------------------------- */
 
-/** Start the helper threads of every stream (once).  0 or -errno. */
+/** Start the helper threads of streams 1..n-1 (once).  0 or -errno. */
 int rw_sock_streams_start(struct rw_sock_comm *c);
 /** Stop and join the helper threads; ops still queued are dropped. */
 void rw_sock_streams_stop(struct rw_sock_comm *c);
@@ -474,10 +474,10 @@ static inline bool rw_sock_stream_idle(struct rw_sock_stream *s)
 {
 	return atomic_load_explicit(&s->outstanding, memory_order_acquire) == 0;
 }
-/** Queue op on stream s (room must have been checked) and wake its helper. */
+/** Queue op on helper stream s (room checked before) and wake its helper. */
 void rw_sock_stream_push(struct rw_sock_stream *s, const struct rw_sock_op *op);
-/** Room on every stream that a message of size bytes striped over the
- *  comm's streams would use. */
+/** Room on every helper stream that a message of size bytes striped over
+ *  the comm's streams would use. */
 bool rw_sock_stripe_room(struct rw_sock_data *d, uint64_t size);
 
 #endif /* RW_SOCK_INTERNAL_H */

@@ -3,7 +3,7 @@
  * Wire layouts of the TCP socket transport, in one place and versioned.
  *
  * Version history (RW_SOCK_PROTO_VERSION):
- *   1  handle, hello, message header (eager/striped), clear-to-send records.
+ *   1  handle, hello, message header (eager/striped), nack.
  *
  * A connection ("comm") is 1..RW_SOCK_MAX_STREAMS TCP streams from one
  * connect to one listener.  Every stream starts with a struct rw_sock_hello
@@ -13,13 +13,15 @@
  *   sender -> receiver, stream 0:  rw_sock_msg_hdr, then for an EAGER message
  *                                  its payload; for a STRIPED message slice 0.
  *   sender -> receiver, stream j:  slice j of each STRIPED message, in order.
- *   receiver -> sender, stream 0:  one rw_sock_cts record per posted irecv
- *                                  (the buffer sizes and tags), in order.
+ *   receiver -> sender, stream 0:  an rw_sock_nack for each message the
+ *                                  receiver dropped; nothing otherwise.
  *
- * The sender sends eagerly; the receiver matches each message to the oldest
- * posted receive (tag picks the buffer of a grouped receive) and discards a
- * message that does not fit.  The sender replays the same matching against
- * the cts records, so a too-large send fails on both sides.
+ * The sender sends eagerly.  The receiver matches each message to the oldest
+ * posted receive (the tag picks the buffer of a grouped receive), checks its
+ * size against that buffer, and drops one that does not fit (or whose tag
+ * no buffer takes): its receive fails and it tells the sender, whose send
+ * comm then fails with the same error.  Messages are numbered from 0 in
+ * sending order on both ends; a nack names the message by that number.
  *
  * Integers are in host byte order (both ends run the same build, as NCCL
  * assumes); the magic and the markers read back wrong on a peer of the other
@@ -89,7 +91,7 @@ static_assert(offsetof(struct rw_sock_hello, conn_id) == 16, "hello layout");
 enum rw_sock_msg_kind {
 	RW_SOCK_MSG_EAGER = 1,   /* payload follows on stream 0 */
 	RW_SOCK_MSG_STRIPED = 2, /* slice j on stream j (rw_sock_stripe()) */
-	RW_SOCK_MSG_CTS = 3,     /* receiver -> sender: a posted receive */
+	RW_SOCK_MSG_NACK = 3,    /* receiver -> sender: a message was dropped */
 };
 
 /** Before every message, on stream 0.  16 bytes. */
@@ -105,26 +107,26 @@ static_assert(sizeof(struct rw_sock_msg_hdr) == 16, "message header layout");
 static_assert(offsetof(struct rw_sock_msg_hdr, tag) == 4, "message header layout");
 static_assert(offsetof(struct rw_sock_msg_hdr, size) == 8, "message header layout");
 
-/** Clear-to-send record: head, then n entries.  8 + 16 n bytes. */
-struct rw_sock_cts_hdr {
+/* rw_sock_nack.reason */
+enum rw_sock_nack_reason {
+	RW_SOCK_NACK_TOO_BIG = 1, /* larger than the buffer its tag picked */
+	RW_SOCK_NACK_NO_TAG = 2,  /* no free buffer of the receive has its tag */
+};
+
+/** Receiver -> sender, stream 0: message `seq` was dropped.  32 bytes. */
+struct rw_sock_nack {
 	uint16_t marker;   /*  0: RW_SOCK_MSG_MARKER */
-	uint8_t kind;      /*  2: RW_SOCK_MSG_CTS */
-	uint8_t n;         /*  3: buffers in the receive, 1..RW_SOCK_MAX_RECVS */
-	uint32_t seq;      /*  4: number of the receive on this comm (wraps) */
+	uint8_t kind;      /*  2: RW_SOCK_MSG_NACK */
+	uint8_t reason;    /*  3: enum rw_sock_nack_reason */
+	uint32_t seq;      /*  4: number of the message (wraps) */
+	int32_t tag;       /*  8: its tag */
+	uint32_t recv;     /* 12: number of the receive it met (wraps) */
+	uint64_t size;     /* 16: its size */
+	uint64_t cap;      /* 24: the buffer's size (TOO_BIG), else 0 */
 };
 
-struct rw_sock_cts_entry {
-	int32_t tag;       /*  0: tag the buffer takes */
-	uint32_t rsvd;     /*  4: zero */
-	uint64_t size;     /*  8: buffer size, the most it accepts */
-};
-
-static_assert(sizeof(struct rw_sock_cts_hdr) == 8, "cts layout");
-static_assert(sizeof(struct rw_sock_cts_entry) == 16, "cts layout");
-
-#define RW_SOCK_CTS_MAX_BYTES \
-	(sizeof(struct rw_sock_cts_hdr) + \
-	 RW_SOCK_MAX_RECVS * sizeof(struct rw_sock_cts_entry))
+static_assert(sizeof(struct rw_sock_nack) == 32, "nack layout");
+static_assert(offsetof(struct rw_sock_nack, size) == 16, "nack layout");
 
 /**
  * Slice j of a STRIPED message of size bytes over n streams: slices are

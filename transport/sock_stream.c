@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Helper threads: one per stream of a comm, started the first time the comm
- * needs them (a striped message, or an eager send the kernel could not take
- * at once).  A helper sleeps on its stream's condition variable while its
+ * Helper threads: one per stream 1..n-1 of a comm (stream 0 is the calling
+ * thread's), started the first time the comm stripes a message.  A helper
+ * sleeps on its stream's condition variable while its
  * ring is empty; with work, it sleeps in blocking send/recv calls whose
  * time-out (SO_SNDTIMEO/SO_RCVTIMEO) wakes it now and then to notice a peer
  * that stopped moving data.  close and failures wake it with shutdown().
@@ -162,11 +162,11 @@ void rw_sock_stream_push(struct rw_sock_stream *s, const struct rw_sock_op *op)
 
 bool rw_sock_stripe_room(struct rw_sock_data *d, uint64_t size)
 {
-	for (int j = 0; j < d->nstreams; j++) {
+	for (int j = 1; j < d->nstreams; j++) {
 		uint64_t off, len;
 
 		rw_sock_stripe(size, (unsigned)d->nstreams, (unsigned)j, &off, &len);
-		if ((j == 0 || len) && !rw_sock_stream_room(&d->streams[j]))
+		if (len && !rw_sock_stream_room(&d->streams[j]))
 			return false;
 	}
 	return true;
@@ -178,12 +178,12 @@ int rw_sock_streams_start(struct rw_sock_comm *c)
 	sigset_t all, old;
 	int rc = 0;
 
-	if (d->helpers_started)
+	if (d->helpers_started || d->nstreams == 1)
 		return 0;
 	/* Helpers take no signals: they belong to the application's threads. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	for (int i = 0; i < d->nstreams && !rc; i++) {
+	for (int i = 1; i < d->nstreams && !rc; i++) {
 		struct rw_sock_stream *s = &d->streams[i];
 
 		rc = -pthread_create(&s->thread, NULL, stream_main, s);

@@ -448,7 +448,7 @@ static void helpers_start_lazily_and_requests_are_checked(void **state)
 	assert_int_equal(exchange(s, r, sbuf, rbuf, size, smr, rmr, &done_req), size);
 	assert_memory_equal(sbuf, rbuf, size);
 	rw_sock_live_objects(&live);
-	assert_int_equal(live.threads, 6); /* 3 per side */
+	assert_int_equal(live.threads, 4); /* streams 1 and 2, each side */
 
 	/* a request that completed is gone */
 	rw_test_log_expect("completed");
@@ -460,6 +460,35 @@ static void helpers_start_lazily_and_requests_are_checked(void **state)
 	assert_int_equal(rw_net_close_recv(r), 0);
 	rw_sock_live_objects(&live);
 	assert_int_equal(live.threads + live.fds + live.comms + live.mrs + live.reqs, 0);
+	free(sbuf);
+	free(rbuf);
+}
+
+/* One stream: the calling thread moves everything, no helper at all. */
+static void one_stream_needs_no_thread(void **state)
+{
+	const char *env[] = { "RINGWAY_SOCKET_IFNAME", "=lo", "RINGWAY_SOCKET_FAMILY", "ipv4",
+			      "RINGWAY_SOCKET_NSTREAMS", "1", "RINGWAY_SOCKET_MIN_STRIPE", "4K",
+			      NULL };
+	struct rw_net_comm *s, *r;
+	struct rw_net_mr *smr, *rmr;
+	struct rw_sock_live live;
+	size_t size = 8 << 20;
+	char *sbuf = malloc(size), *rbuf = malloc(size);
+
+	(void)state;
+	assert_int_equal(make(env), 0);
+	open_pair(&s, &r);
+	assert_int_equal(rw_net_reg_mr(s, sbuf, size, RW_PTR_HOST, &smr), 0);
+	assert_int_equal(rw_net_reg_mr(r, rbuf, size, RW_PTR_HOST, &rmr), 0);
+	rw_test_fill(sbuf, size, 8);
+	assert_int_equal(exchange(s, r, sbuf, rbuf, size, smr, rmr, NULL), size);
+	assert_memory_equal(sbuf, rbuf, size);
+	rw_sock_live_objects(&live);
+	assert_int_equal(live.threads, 0);
+	assert_int_equal(live.fds, 2);
+	assert_int_equal(rw_net_close_send(s), 0);
+	assert_int_equal(rw_net_close_recv(r), 0);
 	free(sbuf);
 	free(rbuf);
 }
@@ -509,6 +538,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(connect_refused_and_timed_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(helpers_start_lazily_and_requests_are_checked,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(one_stream_needs_no_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(ipv6_loopback, setup, teardown),
 	};
 
