@@ -345,50 +345,99 @@ static void send_match(struct rw_ib_comm *c)
 
 /* --- progress and the peer's health ------------------------------------------------------ */
 
-static void comm_watch(struct rw_ib_comm *c)
+/* Has the set-up connection ended (the peer process is gone)?  It stays
+ * silent after the set-up, so any end of it means that.  0: no; else the
+ * errno to report.  At most one probe per millisecond. */
+static int peer_gone(struct rw_ib_comm *c)
 {
-	uint64_t now;
+	uint64_t now = rw_now_ms();
 	char b;
 	ssize_t n;
 
+	if (c->failed || c->npending == 0 || now == c->probe_ms)
+		return 0;
+	c->probe_ms = now;
+	n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		return ECONNRESET;
+	if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+		return errno;
+	return 0;
+}
+
+/* Requests still waiting on the peer (finished ones may wait for test). */
+static int incomplete(const struct rw_ib_comm *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < RW_IB_REQS; i++) {
+		const struct rw_ib_req *r = &c->reqs[i];
+
+		if (r->magic != RW_IB_REQ_MAGIC || r->rc)
+			continue;
+		switch (r->kind) {
+		case RW_IB_REQ_SEND:
+			n += !r->matched || r->pending > 0;
+			break;
+		case RW_IB_REQ_RECV:
+			n += r->left > 0;
+			break;
+		case RW_IB_REQ_FLUSH:
+			n += r->pending > 0;
+			break;
+		}
+	}
+	return n;
+}
+
+/* After the completions were taken: fail what still waits on a peer that
+ * is gone, silent too long, or behind a port that went down. */
+static void comm_watch(struct rw_ib_comm *c, int gone)
+{
+	uint64_t now = rw_now_ms();
+	bool late = now - c->progress_ms > (uint64_t)c->net->base.cfg.timeout_ms;
+	bool down;
+	int waiting;
+
 	if (c->failed || c->npending == 0)
 		return;
-	if (atomic_load(&c->dev->port_down)) {
+	down = atomic_load(&c->dev->port_down);
+	if (!gone && !late && !down)
+		return;
+	waiting = incomplete(c);
+	if (waiting == 0) {
+		c->progress_ms = now; /* all done, only not yet tested */
+		return;
+	}
+	if (down) {
 		RW_WARN(RW_LOG_NET, "NET/IB: %s port %u is down: %d request(s) to peer %s (GID %s) "
-			"fail", c->dev->name, c->dev->port, c->npending, c->peer, c->peer_gid);
+			"fail", c->dev->name, c->dev->port, waiting, c->peer, c->peer_gid);
 		rw_ib_comm_fail(c, -ENETDOWN);
 		return;
 	}
-	now = rw_now_ms();
-	if (now - c->progress_ms > (uint64_t)c->net->base.cfg.timeout_ms) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: no word from peer %s (GID %s, QPN %#x) for %llu ms "
-			"with %d request(s) pending (RINGWAY_TIMEOUT_MS)", c->dev->name, c->peer,
-			c->peer_gid, c->rqpn[0], (unsigned long long)(now - c->progress_ms),
-			c->npending);
-		rw_ib_comm_fail(c, -ETIMEDOUT);
-		return;
-	}
-	if (now == c->probe_ms)
-		return;
-	c->probe_ms = now;
-	/* the set-up connection stays silent; its end means the peer is gone */
-	n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-		int e = n == 0 ? ECONNRESET : errno;
-
+	if (gone) {
 		RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s, QPN %#x) is gone (%s) with %d "
 			"request(s) pending", c->dev->name, c->peer, c->peer_gid, c->rqpn[0],
-			n == 0 ? "it closed the connection" : strerror(e), c->npending);
-		rw_ib_comm_fail(c, e == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
+			gone == ECONNRESET ? "it closed the connection" : strerror(gone), waiting);
+		rw_ib_comm_fail(c, gone == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
+		return;
 	}
+	RW_WARN(RW_LOG_NET, "NET/IB: %s: no word from peer %s (GID %s, QPN %#x) for %llu ms "
+		"with %d request(s) pending (RINGWAY_TIMEOUT_MS)", c->dev->name, c->peer,
+		c->peer_gid, c->rqpn[0], (unsigned long long)(now - c->progress_ms), waiting);
+	rw_ib_comm_fail(c, -ETIMEDOUT);
 }
 
+/* Probe first, then take completions: what arrived before the peer left
+ * still counts. */
 static void comm_progress(struct rw_ib_comm *c)
 {
+	int gone = peer_gone(c);
+
 	comm_poll(c);
 	if (c->magic == RW_IB_SEND_MAGIC)
 		send_match(c);
-	comm_watch(c);
+	comm_watch(c, gone);
 }
 
 /* A comm of the given kind: 0, -EINVAL (wrong kind) or -EBADF (closed). */
@@ -621,20 +670,25 @@ int rw_ib_test(struct rw_net_req *base, int *done, size_t *sizes)
 	*done = 0;
 	switch (r->kind) {
 	case RW_IB_REQ_SEND:
-		if (r->rc || c->failed)
-			rc = r->rc ? r->rc : c->failed;
+		/* a request that finished stays finished when the comm fails after */
+		if (r->rc)
+			rc = r->rc;
 		else if (r->matched && r->pending == 0)
 			fin = true;
+		else if (c->failed)
+			rc = c->failed;
 		if (fin && sizes)
 			sizes[0] = r->size;
 		if (rc || fin)
 			send_forget(c, r);
 		break;
 	case RW_IB_REQ_RECV:
-		if (r->rc || c->failed)
-			rc = r->rc ? r->rc : c->failed;
+		if (r->rc)
+			rc = r->rc;
 		else if (r->left == 0)
 			fin = true;
+		else if (c->failed)
+			rc = c->failed;
 		if (fin && sizes)
 			for (int i = 0; i < r->n; i++)
 				sizes[i] = r->got_bytes[i];
@@ -642,10 +696,10 @@ int rw_ib_test(struct rw_net_req *base, int *done, size_t *sizes)
 			recv_forget(c, r);
 		break;
 	case RW_IB_REQ_FLUSH:
-		if (c->failed)
-			rc = c->failed;
-		else if (r->pending == 0)
+		if (r->pending == 0)
 			fin = true;
+		else if (c->failed)
+			rc = c->failed;
 		break;
 	}
 	if (!rc && !fin)

@@ -7,6 +7,7 @@
 #include "sv_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -269,6 +270,10 @@ static int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		cq->count--;
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	/* The emulated NIC runs on the host's cores: an application spinning
+	 * on an empty CQ must leave them to the progress threads. */
+	if (!got)
+		sched_yield();
 	return got;
 }
 
