@@ -91,6 +91,7 @@ static int boot_addr(struct rw_ib_net *net, char *why, size_t len)
 	else
 		((struct sockaddr_in6 *)&net->boot)->sin6_port = 0;
 	rw_ib_addr_str(&net->boot, net->boot_str, sizeof(net->boot_str));
+	*strrchr(net->boot_str, ':') = '\0'; /* no port yet: the address alone */
 	return 0;
 }
 

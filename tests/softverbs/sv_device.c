@@ -149,15 +149,16 @@ out_close:
 
 /*
  * SOFTVERBS_FAULTS: comma-separated knobs, each counted per context in the
- * order things happen (data messages sent, memory registrations):
+ * order things happen (data messages sent, memory registrations), from 1;
+ * the table is in tests/softverbs/README.md:
  *   retry_exceeded=N   message N and everything after it on that QP is
  *                      never delivered: IBV_WC_RETRY_EXC_ERR after the
  *                      QP's timeout x (retry_cnt + 1)
  *   remote_access=N    message N carries a corrupt rkey: the responder
  *                      refuses it, IBV_WC_REM_ACCESS_ERR
- *   conn_drop=N        after message N the QP's streams are closed (both
- *                      directions): the link is gone
- *   port_down=N        after message N every port reports DOWN, a
+ *   conn_drop=N        at message N (lost) the QP's streams are closed,
+ *                      both directions: the link is gone
+ *   port_down=N        at message N (lost) every port reports DOWN, a
  *                      PORT_ERR async event is raised and no link works;
  *                      port_down=0: down from the start
  *   mr_no_remote=N     registration N silently loses its remote access

@@ -11,7 +11,9 @@
  *   sv_verbs.c   PD, MR (lkey/rkey, bounds, access flags), CQ, the RC QP
  *                state machine, post_send/post_recv/poll_cq
  *   sv_wire.c    the "wire": one UNIX stream per QP direction between
- *                processes, driven by one progress thread per context
+ *                processes, the requester side, and one progress thread
+ *                per context that drives it all
+ *   sv_resp.c    the responder side: checks, placement, ACK/NAK/READ data
  *
  * Wire.  Every QP listens from creation on an abstract UNIX socket named by
  * the fabric and its QPN (QPNs are unique across processes: a counter file
@@ -39,7 +41,7 @@
  * progress thread holds it while it works, verbs hold it briefly.
  *
  * Fault knobs: SOFTVERBS_FAULTS, read when a context is opened; see
- * sv_faults_parse() in sv_device.c and tests/softverbs/README.md.
+ * faults_parse() in sv_device.c and tests/softverbs/README.md.
  */
 #ifndef SV_INTERNAL_H
 #define SV_INTERNAL_H
@@ -58,7 +60,7 @@
 #define SV_MAX_CQE (1 << 20)
 #define SV_MAX_INLINE 256
 #define SV_MAX_MSG (1u << 31)
-#define SV_CHUNK (256u << 10) /* most bytes moved per syscall */
+#define SV_RECV_CHUNK (1u << 20) /* most payload bytes taken per readv */
 #define SV_MAGIC 0x53567631u  /* "SVv1" */
 #define SV_MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -81,8 +83,8 @@ enum sv_vendor_err {
 struct sv_faults {
 	long retry_exceeded;   /* message N and later are never delivered */
 	long remote_access;    /* message N carries a corrupt rkey */
-	long conn_drop;        /* after message N the QP's streams are closed */
-	long port_down;        /* after message N every port goes down (0: at open) */
+	long conn_drop;        /* at message N the QP's streams are closed */
+	long port_down;        /* at message N every port goes down (0: at open) */
 	long mr_no_remote;     /* registration N loses its remote access flags */
 	bool dmabuf_unsupported;
 	bool placement_reverse; /* place payloads back to front, 64 B at a time */
@@ -348,5 +350,13 @@ void sv_wire_kick(struct sv_ctx *ctx);
 void sv_wire_pump_tx(struct sv_qp *qp);
 void sv_wire_drop_link(struct sv_qp *qp);
 uint64_t sv_ack_timeout_ns(const struct sv_qp *qp);
+void sv_close_stream(struct sv_ctx *ctx, int *fd);
+void sv_free_responses(struct sv_qp *qp);
+void sv_reset_rx(struct sv_qp *qp);
+
+/* sv_resp.c */
+void sv_resp_rx(struct sv_qp *qp);
+void sv_resp_tx(struct sv_qp *qp);
+void sv_resp_rnr_expired(struct sv_qp *qp);
 
 #endif /* SV_INTERNAL_H */
