@@ -285,7 +285,7 @@ void rw_coll_links_close(struct rw_coll_comm *c)
 			l->ctl = NULL;
 			continue;
 		}
-		if (l->ctl_req) {
+		if (l->ctl_req || l->sq_n) {
 			/* a request still uses the buffer: closing cancels it and
 			 * takes its registration along */
 			free(l->ctl);
@@ -294,6 +294,7 @@ void rw_coll_links_close(struct rw_coll_comm *c)
 		}
 		l->ctl = NULL;
 		l->ctl_req = NULL;
+		l->sq_n = 0;
 		close_comm(l->comm, l->is_send);
 		l->comm = NULL;
 	}

@@ -36,11 +36,15 @@
 #define RW_LINK_CTRL_BWD 0x10001
 #define RW_LINK_PS 0x10002
 
-/** A registered little buffer for hellos and failure notices. */
+/** A registered little buffer for hellos, tokens and failure notices:
+ *  received messages land at 0; a sender keeps its token at 0 and a
+ *  notice at RW_COLL_CTL_BYTES / 2. */
 struct rw_coll_ctl {
 	uint8_t buf[RW_COLL_CTL_BYTES];
 	struct rw_net_mr *mr;
 };
+
+#define RW_COLL_CTL_SENDS 8 /* control messages in flight per link */
 
 /** One direction of one connection. */
 struct rw_coll_link {
@@ -49,7 +53,13 @@ struct rw_coll_link {
 	bool is_send;
 	int id;                     /**< channel, RW_LINK_CTRL_* or RW_LINK_PS */
 	struct rw_coll_ctl *ctl;
-	struct rw_net_req *ctl_req; /**< ctrl links: the notice in flight */
+	struct rw_net_req *ctl_req; /**< the hello, or an incoming control message */
+	/* outgoing control links: tokens and the notice in flight */
+	struct rw_net_req *sq[RW_COLL_CTL_SENDS];
+	unsigned sq_head, sq_n;
+	bool notice_sent;
+	/* incoming control links: tokens received so far */
+	uint64_t tokens;
 };
 
 /** Host staging of one channel, registered once on its two links. */
@@ -117,6 +127,7 @@ struct rw_coll_req {
 	size_t src_base, dst_base;  /**< element offset of sendbuf / recvbuf */
 	size_t bytes;               /**< received into recvbuf */
 	bool own_send_mr, own_recv_mr;
+	unsigned tokens_sent;       /**< bit per outgoing control link */
 	uint64_t last_progress_ms;
 	int nvtx_depth;
 	void *algo;                 /**< the algorithm's state */
@@ -140,6 +151,7 @@ struct rw_coll_comm {
 	int ndev_ops;               /**< device collectives ever run */
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;             /**< times anything moved (waiters back off) */
+	uint64_t tokens_due;        /**< collectives started: tokens expected per link */
 	int error;                  /**< sticky */
 	int failed_rank;            /**< who failed, -1 if unknown */
 };

@@ -255,20 +255,20 @@ static void ps_waiting(const struct rw_coll_req *r, int *peer, int *step, size_t
 	for (int i = 0; i < st->npeers; i++) {
 		const struct ps_peer *p = &st->peer[i];
 
-		if (p->r_done < st->nchunks) {
+		if (p->s_done < p->s_posted) {
 			*peer = p->rank;
-			*chunk = p->r_done;
-			*what = "waiting for data from";
+			*chunk = p->s_done;
+			*what = "waiting for a send to be taken by";
 			return;
 		}
 	}
 	for (int i = 0; i < st->npeers; i++) {
 		const struct ps_peer *p = &st->peer[i];
 
-		if (p->s_done < st->nchunks) {
+		if (p->r_done < st->nchunks) {
 			*peer = p->rank;
-			*chunk = p->s_done;
-			*what = "waiting for a send to be taken by";
+			*chunk = p->r_done;
+			*what = "waiting for data from";
 			return;
 		}
 	}

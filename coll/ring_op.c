@@ -443,12 +443,28 @@ static int ring_progress(struct rw_coll_req *r, bool *progressed)
 	return all_done ? 1 : 0;
 }
 
+/* What the collective waits on: a send the next rank does not take names
+ * it before a receive that does not come (the missing data may only be
+ * the previous rank waiting in turn). */
 static void ring_waiting(const struct rw_coll_req *r, int *peer, int *step, size_t *chunk,
 			 const char **what)
 {
 	const struct rw_coll_comm *c = r->comm;
 	const struct ring_state *st = state_of(r);
 
+	for (int ch = 0; ch < c->nchannels; ch++) {
+		const struct ring_chan *cs = &st->ch[ch];
+
+		if (cs->ps_n) {
+			const struct pend_send *p = &cs->ps[cs->ps_head];
+
+			*peer = next_rank(c);
+			*step = p->pos.step;
+			*chunk = p->pos.round;
+			*what = "waiting for a send to be taken by";
+			return;
+		}
+	}
 	for (int ch = 0; ch < c->nchannels; ch++) {
 		const struct ring_chan *cs = &st->ch[ch];
 
@@ -459,15 +475,6 @@ static void ring_waiting(const struct rw_coll_req *r, int *peer, int *step, size
 			*step = p->pos.step;
 			*chunk = p->pos.round;
 			*what = "waiting for data from";
-			return;
-		}
-		if (cs->ps_n) {
-			const struct pend_send *p = &cs->ps[cs->ps_head];
-
-			*peer = next_rank(c);
-			*step = p->pos.step;
-			*chunk = p->pos.round;
-			*what = "waiting for a send to be taken by";
 			return;
 		}
 	}

@@ -46,8 +46,9 @@ static int bind_any(int *port)
 	return fd;
 }
 
-/* Wait for every child, at most timeout_s; kill the rest.  Failures. */
-static int reap(pid_t *pids, int n, int timeout_s)
+/* Wait for every child, at most timeout_s; kill the rest.  Failures;
+ * codes (may be NULL) gets each exit code or 128 + signal. */
+static int reap(pid_t *pids, int n, int timeout_s, int *codes)
 {
 	uint64_t deadline = rw_now_ms() + (uint64_t)timeout_s * 1000;
 	int left = n, failed = 0;
@@ -58,6 +59,8 @@ static int reap(pid_t *pids, int n, int timeout_s)
 
 			if (pids[i] <= 0 || waitpid(pids[i], &st, WNOHANG) != pids[i])
 				continue;
+			if (codes)
+				codes[i] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 				fprintf(stderr, "rank %d: %s %d\n", i,
 					WIFEXITED(st) ? "exit" : "signal",
@@ -75,6 +78,8 @@ static int reap(pid_t *pids, int n, int timeout_s)
 					timeout_s);
 				kill(pids[i], SIGKILL);
 				waitpid(pids[i], NULL, 0);
+				if (codes)
+					codes[i] = 128 + SIGKILL;
 				pids[i] = 0;
 				failed++;
 				left--;
@@ -114,6 +119,12 @@ static void child_exit(int rank, int rc, int rc_destroy)
 }
 
 int coll_fork(int nranks, const char *const *env, coll_fn fn, void *arg, int timeout_s)
+{
+	return coll_fork_codes(nranks, env, fn, arg, timeout_s, NULL);
+}
+
+int coll_fork_codes(int nranks, const char *const *env, coll_fn fn, void *arg,
+		    int timeout_s, int *codes)
 {
 	static const char *const defaults[] = {
 		"RINGWAY_TRANSPORT", "socket",
@@ -167,7 +178,7 @@ int coll_fork(int nranks, const char *const *env, coll_fn fn, void *arg, int tim
 			break;
 	}
 	close(lfd);
-	return reap(pids, nranks, timeout_s);
+	return reap(pids, nranks, timeout_s, codes);
 }
 
 int coll_fork_raw(int nranks, coll_raw_fn fn, void *arg, int timeout_s)
@@ -189,7 +200,7 @@ int coll_fork_raw(int nranks, coll_raw_fn fn, void *arg, int timeout_s)
 			child_exit(r, fn(root, r, nranks, arg), 0);
 		}
 	}
-	return reap(pids, nranks, timeout_s);
+	return reap(pids, nranks, timeout_s, NULL);
 }
 
 /* --- data ---------------------------------------------------------------- */

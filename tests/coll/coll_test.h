@@ -35,6 +35,11 @@ typedef int (*coll_fn)(struct rw_comm *w, int rank, int nranks, void *arg);
 int coll_fork(int nranks, const char *const *env, coll_fn fn, void *arg,
 	      int timeout_s);
 
+/** As coll_fork(), reporting each rank's end in codes[]: its exit code, or
+ *  128 + the signal that killed it. */
+int coll_fork_codes(int nranks, const char *const *env, coll_fn fn, void *arg,
+		    int timeout_s, int *codes);
+
 /** As coll_fork(), with fn called without a communicator (it makes its own):
  *  the rendezvous is "127.0.0.1:<port>" in *root. */
 typedef int (*coll_raw_fn)(const char *root, int rank, int nranks, void *arg);

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Failures: a rank killed in the middle of an allreduce, and a rank that
+ * stops taking part.  Every other rank must return an error within
+ * RINGWAY_TIMEOUT_MS and log which rank failed (its "rank N (host pid P)"),
+ * not just that its own neighbour went quiet.
+ */
+#include "support/rw_test.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coll/rw_coll.h"
+#include "coll_test.h"
+#include "common/rw_common.h"
+
+#define VICTIM 2
+#define TIMEOUT_MS 5000
+#define COUNT (1u << 20) /* 4 MiB of floats: many chunks in flight */
+
+static int setup(void **state)
+{
+	(void)state;
+	rw_test_log_reset();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	RW_TEST_ASSERT_LOG_CLEAN();
+	return 0;
+}
+
+static void expect_failure_warnings(void)
+{
+	rw_test_log_expect("coll: rank");
+	rw_test_log_expect("socket:");
+	rw_test_log_expect("bootstrap:");
+}
+
+/* Did this process log a warning naming rank `who`?  ("rank N (" is how
+ * the engine's warnings name a rank; its other messages do not.) */
+static bool named(int who)
+{
+	char pat[32];
+
+	snprintf(pat, sizeof(pat), "rank %d (", who);
+	return rw_test_log_count(pat) > 0;
+}
+
+static int killed(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	float *buf = calloc(COUNT, sizeof(float));
+	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = buf, .recvbuf = buf,
+				  .count = COUNT, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+
+	(void)arg;
+	(void)p;
+	expect_failure_warnings();
+	for (int it = 0; it < 200; it++) {
+		uint64_t t0 = rw_now_ms(), took;
+		int rc;
+
+		if (rank == VICTIM && it == 2) {
+			struct rw_coll_req *req;
+			int done = 0;
+
+			/* die with the allreduce half way */
+			if (rw_coll_start(c, &a, &req))
+				return 1;
+			for (int i = 0; i < 50 && !done; i++) {
+				rw_coll_test(req, &done, NULL);
+				usleep(200);
+			}
+			raise(SIGKILL);
+		}
+		rc = rw_coll_run(c, &a);
+		took = rw_now_ms() - t0;
+		if (rc == 0)
+			continue;
+		if (took > TIMEOUT_MS) {
+			fprintf(stderr, "rank %d: the error took %llu ms\n", rank,
+				(unsigned long long)took);
+			return 1;
+		}
+		if (!named(VICTIM)) {
+			fprintf(stderr, "rank %d: failed with %d but named no rank %d\n", rank, rc,
+				VICTIM);
+			return 1;
+		}
+		free(buf);
+		return 0;
+	}
+	fprintf(stderr, "rank %d: never saw the failure\n", rank);
+	return 1;
+}
+
+static void a_killed_rank_is_named_by_every_rank(void **state)
+{
+	static const char *const env[] = { "RINGWAY_TIMEOUT_MS", "5000",
+					   "RINGWAY_CHUNK_BYTES", "64K", NULL };
+	int codes[4];
+
+	(void)state;
+	coll_fork_codes(4, env, killed, NULL, 60, codes);
+	for (int r = 0; r < 4; r++)
+		assert_int_equal(codes[r], r == VICTIM ? 128 + SIGKILL : 0);
+}
+
+#define STALLED 1
+
+static int stalled(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	float buf[1000] = { 0 };
+	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = buf, .recvbuf = buf,
+				  .count = 1000, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+	uint64_t t0;
+	int rc;
+
+	(void)arg;
+	(void)p;
+	expect_failure_warnings();
+	if (rw_coll_run(c, &a))
+		return 1;
+	if (rank == STALLED) {
+		sleep(4); /* alive, but no longer taking part */
+		fflush(stderr);
+		_exit(0);
+	}
+	t0 = rw_now_ms();
+	rc = rw_coll_run(c, &a);
+	if (rc == 0 || rw_now_ms() - t0 > 3 * 1500) {
+		fprintf(stderr, "rank %d: rc %d after %llu ms\n", rank, rc,
+			(unsigned long long)(rw_now_ms() - t0));
+		return 1;
+	}
+	/* each names the peer it waits on, the step and the chunk; the rank
+	 * after the stalled one waits for data from it */
+	if (rw_test_log_count("RINGWAY_TIMEOUT_MS") == 0 || rw_test_log_count(", chunk ") == 0 ||
+	    (rank == STALLED + 1 && rw_test_log_count("from rank 1 (") == 0)) {
+		fprintf(stderr, "rank %d: the warnings do not say what it waited on\n", rank);
+		return 1;
+	}
+	/* the comm stays failed */
+	return rw_coll_run(c, &a) == rc ? 0 : 1;
+}
+
+static void a_stalled_rank_times_out(void **state)
+{
+	static const char *const env[] = { "RINGWAY_TIMEOUT_MS", "1500", NULL };
+
+	(void)state;
+	assert_int_equal(coll_fork(3, env, stalled, NULL, 60), 0);
+}
+
+/* Idle time longer than the timeout between collectives is no failure:
+ * nothing may wait on a peer across it. */
+static int idle(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	float buf[3] = { 1, 2, 3 };
+	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = buf, .recvbuf = buf,
+				  .count = 3, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+
+	(void)arg;
+	for (int it = 0; it < 3; it++) {
+		if (rw_coll_run(c, &a))
+			return 1;
+		if (it == 1)
+			usleep(1500 * 1000 + 100 * 1000 * (unsigned)rank);
+	}
+	return buf[0] == 1.0f * (float)(p * p * p) ? 0 : 1;
+}
+
+static void idle_time_longer_than_the_timeout(void **state)
+{
+	static const char *const env[] = { "RINGWAY_TIMEOUT_MS", "1000", NULL };
+
+	(void)state;
+	assert_int_equal(coll_fork(3, env, idle, NULL, 60), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(a_killed_rank_is_named_by_every_rank, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(a_stalled_rank_times_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_time_longer_than_the_timeout, setup, teardown),
+	};
+
+	rw_test_log_install();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
