@@ -276,7 +276,11 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 		return rc;
 	d = c->d;
 	tx = &d->tx;
-	rc = tx_progress(c);
+	/* State found by earlier calls; nacks are read after writing, so no
+	 * system call comes before this message's bytes. */
+	rc = atomic_load_explicit(&d->err, memory_order_acquire);
+	if (!rc)
+		rc = tx->nack_err;
 	if (!rc && tx->peer_closed)
 		rc = rw_sock_comm_fail(c, -ECONNRESET, "the peer closed the connection");
 	if (rc)
