@@ -7,13 +7,18 @@
  *
  * Design in short (details in sock_internal.h and sock_proto.h):
  *  - a device is a network interface chosen by RINGWAY_SOCKET_IFNAME;
- *  - a comm is RINGWAY_SOCKET_NSTREAMS TCP streams; messages smaller than
- *    RINGWAY_SOCKET_MIN_STRIPE go on stream 0, written and read by the
- *    calling thread when the stream is idle; larger ones are striped over
- *    all streams, each driven by a helper thread that sleeps when idle;
- *  - the receiver tells the sender its buffer sizes (clear-to-send records),
- *    so a message too large for its buffer fails on both sides;
- *  - every wait on the peer is bounded by RINGWAY_TIMEOUT_MS.
+ *  - a comm is RINGWAY_SOCKET_NSTREAMS TCP streams.  Stream 0 belongs to
+ *    the calling thread, which moves every header, every message smaller
+ *    than RINGWAY_SOCKET_MIN_STRIPE, and slice 0 of larger ones with
+ *    non-blocking calls from isend/irecv/test.  Larger messages are striped
+ *    over all streams; stream j > 0 is driven by its own helper thread,
+ *    started with the first striped message, sleeping when idle;
+ *  - the receiver checks each message against the buffer its tag picks;
+ *    one that does not fit is dropped (never an overrun) and both sides fail
+ *    with -EMSGSIZE: the receive at once, the send comm once the receiver's
+ *    nack arrives (that send, or the comm's next call);
+ *  - every wait on the peer is bounded by RINGWAY_TIMEOUT_MS: a request
+ *    pending that long with no byte moving on its comm fails -ETIMEDOUT.
  */
 #ifndef RW_SOCK_H
 #define RW_SOCK_H

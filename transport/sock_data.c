@@ -300,7 +300,7 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 	r->data = data;
 	r->size = size;
 	r->tag = tag;
-	r->seq = tx->seq++;
+	r->seq = tx->seq;
 	h = (struct rw_sock_msg_hdr){ .marker = RW_SOCK_MSG_MARKER,
 				      .kind = striped ? RW_SOCK_MSG_STRIPED
 						      : RW_SOCK_MSG_EAGER,
@@ -310,6 +310,7 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 		rw_sock_req_free(c, r);
 		return rc;
 	}
+	tx->seq++; /* numbered like the receiver counts them */
 	if (!tx_pump(c)) /* a failure shows in test */
 		tx_progress(c);
 	RW_TRACE(RW_LOG_NET, "socket: isend %zu bytes tag %d to %s (%s)", size, tag,
