@@ -97,6 +97,8 @@ static int receiver(struct rw_net *net, int fd, size_t size, int count, int wind
 	}
 	rw_net_dereg_mr(r, mr);
 	rw_net_close_recv(r);
+	free(buf);
+	free(want);
 	return 0;
 }
 
@@ -148,6 +150,7 @@ static int sender(struct rw_net *net, int fd, size_t size, int count, int window
 	       (double)size * count * 8 / sec / 1e9, count / sec);
 	rw_net_dereg_mr(s, mr);
 	rw_net_close_send(s);
+	free(buf);
 	return 0;
 }
 
