@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/rw_common.h"
@@ -106,9 +107,27 @@ double ref_decode(enum rw_kind kind, uint32_t code)
 	return sign ? -v : v;
 }
 
+/* Values of the positive codes 0..maxcode+1 of a format, ascending. */
+static const double *ref_values(enum rw_kind kind)
+{
+	static double *tab[RW_KIND_E5M2 + 1];
+	const struct ref_fmt *f = ref_fmt_of(kind);
+
+	if (!tab[kind]) {
+		double *t = malloc((f->maxcode + 2) * sizeof(*t));
+
+		assert_non_null(t);
+		for (uint32_t c = 0; c <= f->maxcode + 1; c++)
+			t[c] = ref_pos_value(f, c);
+		tab[kind] = t;
+	}
+	return tab[kind];
+}
+
 uint32_t ref_encode(enum rw_kind kind, double v)
 {
 	const struct ref_fmt *f = ref_fmt_of(kind);
+	const double *val = ref_values(kind);
 	uint32_t top = f->maxcode + 1, c, sign;
 	double a;
 
@@ -117,22 +136,22 @@ uint32_t ref_encode(enum rw_kind kind, double v)
 				  : 0x7f;
 	sign = signbit(v) ? 1 : 0;
 	a = fabs(v);
-	if (a >= ref_pos_value(f, top)) {
+	if (a >= val[top]) {
 		c = top;
 	} else {
 		uint32_t lo = 0, hi = f->maxcode;
 
-		while (lo < hi) {
+		while (lo < hi) { /* the largest code whose value is <= a */
 			uint32_t mid = (lo + hi + 1) / 2;
 
-			if (ref_pos_value(f, mid) <= a)
+			if (val[mid] <= a)
 				lo = mid;
 			else
 				hi = mid - 1;
 		}
 		c = lo;
-		if (ref_pos_value(f, c) != a) {
-			double dl = a - ref_pos_value(f, c), dh = ref_pos_value(f, c + 1) - a;
+		if (val[c] != a) {
+			double dl = a - val[c], dh = val[c + 1] - a;
 
 			if (dh < dl || (dh == dl && (c & 1)))
 				c++;
