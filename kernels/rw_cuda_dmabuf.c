@@ -49,7 +49,8 @@ int rw_cuda_dmabuf_supported(char *why, size_t why_len)
 	dev_get = (rw_cu_device_get_fn)driver_fn("cuDeviceGet");
 	attr = (rw_cu_attr_fn)driver_fn("cuDeviceGetAttribute");
 	if (!driver_fn("cuMemGetHandleForAddressRange") || !dev_get || !attr) {
-		snprintf(why, why_len, "the CUDA driver has no cuMemGetHandleForAddressRange "
+		snprintf(why, why_len,
+			 "the CUDA driver has no cuMemGetHandleForAddressRange "
 			 "(older than 11.7)");
 		return -ENOTSUP;
 	}
@@ -81,8 +82,10 @@ int rw_cuda_dmabuf_fd(const void *ptr, size_t size, int *fd, uint64_t *offset)
 	}
 	r = get(&handle, (CUdeviceptr)start, end - start, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
 	if (r != CUDA_SUCCESS) {
-		RW_WARN(RW_LOG_NET, "cuda: cuMemGetHandleForAddressRange(%p, %zu bytes, dma-buf) "
-			"failed: CUresult %d", (void *)start, (size_t)(end - start), (int)r);
+		RW_WARN(RW_LOG_NET,
+			"cuda: cuMemGetHandleForAddressRange(%p, %zu bytes, dma-buf) "
+			"failed: CUresult %d",
+			(void *)start, (size_t)(end - start), (int)r);
 		return r == CUDA_ERROR_INVALID_VALUE ? -EINVAL : -EIO;
 	}
 	*fd = handle;

@@ -41,8 +41,7 @@
  *         logged above INFO: the caller decides whether this is an error
  *         (RINGWAY_TRANSPORT=ib) or a fallback (auto).
  */
-int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why,
-		     size_t why_len);
+int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why, size_t why_len);
 
 /** rw_ib_create_why() that logs the reason as a warning when it fails. */
 int rw_ib_create(const struct rw_config *cfg, struct rw_net **out);
@@ -53,12 +52,12 @@ int rw_ib_create(const struct rw_config *cfg, struct rw_net **out);
 
 /** RINGWAY_IB_HCA, parsed. */
 struct rw_ib_spec {
-	bool exclude;   /**< leading '^': the list says what not to use */
-	bool exact;     /**< leading '=': names match exactly, not as prefixes */
-	int n;          /**< 0: no filter, everything matches */
+	bool exclude; /**< leading '^': the list says what not to use */
+	bool exact;   /**< leading '=': names match exactly, not as prefixes */
+	int n;	      /**< 0: no filter, everything matches */
 	struct {
 		char name[64];
-		int port;   /**< -1: any port */
+		int port; /**< -1: any port */
 	} e[RW_IB_SPEC_MAX];
 };
 
@@ -76,7 +75,7 @@ bool rw_ib_spec_match(const struct rw_ib_spec *sp, const char *name, int port);
 /* --- GID choice (pure) ----------------------------------------------------- */
 
 enum rw_ib_gid_type {
-	RW_IB_GID_IB,      /* InfiniBand (or RoCE v1 on an Ethernet port) */
+	RW_IB_GID_IB, /* InfiniBand (or RoCE v1 on an Ethernet port) */
 	RW_IB_GID_ROCE_V1,
 	RW_IB_GID_ROCE_V2,
 };

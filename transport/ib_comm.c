@@ -38,10 +38,14 @@ struct rw_ib_comm *rw_ib_comm_by_qp(struct rw_ib_net *net, const struct ibv_qp *
 static const char *qp_state_str(enum ibv_qp_state s)
 {
 	switch (s) {
-	case IBV_QPS_INIT: return "INIT";
-	case IBV_QPS_RTR: return "RTR";
-	case IBV_QPS_RTS: return "RTS";
-	default: return "?";
+	case IBV_QPS_INIT:
+		return "INIT";
+	case IBV_QPS_RTR:
+		return "RTR";
+	case IBV_QPS_RTS:
+		return "RTS";
+	default:
+		return "?";
 	}
 }
 
@@ -50,7 +54,8 @@ static int qp_modify(struct rw_ib_comm *c, struct ibv_qp *qp, struct ibv_qp_attr
 	int rc = c->net->v.modify_qp(qp, a, mask);
 
 	if (rc) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_modify_qp(QP %#x -> %s) for peer %s failed: %s",
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: ibv_modify_qp(QP %#x -> %s) for peer %s failed: %s",
 			c->dev->name, qp->qp_num, qp_state_str(a->qp_state), c->peer, strerror(rc));
 		return -rc;
 	}
@@ -64,8 +69,7 @@ static int qp_new(struct rw_ib_comm *c, uint32_t sq, uint32_t rq, struct ibv_qp 
 		.send_cq = c->cq,
 		.recv_cq = c->cq,
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = 1,
-			 .max_recv_sge = 1 },
+		.cap = {.max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = 1, .max_recv_sge = 1},
 	};
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
@@ -78,13 +82,15 @@ static int qp_new(struct rw_ib_comm *c, uint32_t sq, uint32_t rq, struct ibv_qp 
 
 	if (!qp) {
 		rc = errno ? -errno : -ENOMEM;
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_create_qp(RC, %u send, %u receive WRs) for "
-			"peer %s failed: %s", c->dev->name, sq, rq, c->peer, strerror(-rc));
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: ibv_create_qp(RC, %u send, %u receive WRs) for "
+			"peer %s failed: %s",
+			c->dev->name, sq, rq, c->peer, strerror(-rc));
 		return rc;
 	}
 	rw_ib_live_add(RW_IB_LIVE_QPS, 1);
-	rc = qp_modify(c, qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS);
+	rc = qp_modify(c, qp, &a,
+		       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (rc) {
 		c->net->v.destroy_qp(qp);
 		rw_ib_live_add(RW_IB_LIVE_QPS, -1);
@@ -107,7 +113,7 @@ static int qp_connect(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn,
 		.rq_psn = peer->psn,
 		.max_dest_rd_atomic = 1,
 		.min_rnr_timer = 12,
-		.ah_attr = { .port_num = d->port, .sl = net->sl },
+		.ah_attr = {.port_num = d->port, .sl = net->sl},
 	};
 	int rc;
 
@@ -120,8 +126,9 @@ static int qp_connect(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn,
 		a.ah_attr.grh.traffic_class = net->tc;
 	}
 	a.ah_attr.dlid = peer->lid;
-	rc = qp_modify(c, qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	rc = qp_modify(c, qp, &a,
+		       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc)
 		return rc;
 	a = (struct ibv_qp_attr){
@@ -132,18 +139,20 @@ static int qp_connect(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn,
 		.rnr_retry = 7,
 		.max_rd_atomic = 1,
 	};
-	return qp_modify(c, qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return qp_modify(c, qp, &a,
+			 IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 int rw_ib_post_recvs(struct rw_ib_comm *c, int i, int count)
 {
 	for (int k = 0; k < count; k++) {
-		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i << 3 | RW_IB_WR_RECV }, *bad;
+		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i << 3 | RW_IB_WR_RECV}, *bad;
 		int rc = ibv_post_recv(c->qps[i], &wr, &bad);
 
 		if (rc) {
-			RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_post_recv(QP %#x) for peer %s failed: %s",
+			RW_WARN(RW_LOG_NET,
+				"NET/IB: %s: ibv_post_recv(QP %#x) for peer %s failed: %s",
 				c->dev->name, c->qps[i]->qp_num, c->peer, strerror(rc));
 			return -rc;
 		}
@@ -216,7 +225,7 @@ void rw_ib_comm_bury(struct rw_ib_net *net, struct rw_ib_comm *c, bool listed)
 /* A comm with its CQ, QPs in INIT, and its FIFO (send) or CTS staging and
  * flush QP (receive).  The peer's address is for messages. */
 int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const char *peer,
-		    struct rw_ib_comm **out)
+		   struct rw_ib_comm **out)
 {
 	struct rw_ib_dev *d = &net->devs[dev];
 	struct rw_ib_comm *c = calloc(1, sizeof(*c));
@@ -329,7 +338,7 @@ void rw_ib_info_fill(const struct rw_ib_comm *c, uint64_t nonce, struct rw_ib_co
 
 /* Check the peer's record.  NULL, or what is wrong with it. */
 const char *rw_ib_info_check(const struct rw_ib_comm *c, const struct rw_ib_conn_info *t,
-			      uint64_t nonce)
+			     uint64_t nonce)
 {
 	if (t->magic != RW_IB_MAGIC || t->version != RW_IB_VERSION)
 		return "not a ringway ib set-up record of this version";
@@ -373,9 +382,11 @@ int rw_ib_comm_connect_qps(struct rw_ib_comm *c, const struct rw_ib_conn_info *t
 
 void rw_ib_comm_announce(struct rw_ib_comm *c)
 {
-	RW_INFO(RW_LOG_NET, "NET/IB: %s: %s comm with peer %s (GID %s, LID %u, QPN %#x%s), "
-		"%d QP(s), MTU %s", c->dev->name, c->magic == RW_IB_SEND_MAGIC ? "send" : "receive",
-		c->peer, c->peer_gid, c->peer_lid, c->rqpn[0], c->nqps > 1 ? "..." : "", c->nqps,
+	RW_INFO(RW_LOG_NET,
+		"NET/IB: %s: %s comm with peer %s (GID %s, LID %u, QPN %#x%s), "
+		"%d QP(s), MTU %s",
+		c->dev->name, c->magic == RW_IB_SEND_MAGIC ? "send" : "receive", c->peer,
+		c->peer_gid, c->peer_lid, c->rqpn[0], c->nqps > 1 ? "..." : "", c->nqps,
 		rw_ibv_mtu_str(c->mtu));
 }
 
@@ -405,4 +416,3 @@ int rw_ib_close_recv(struct rw_net_comm *base)
 {
 	return close_comm(base, RW_IB_RECV_MAGIC);
 }
-

@@ -19,7 +19,7 @@
 
 /* States of a connect, in order. */
 enum {
-	RW_IB_CONN_TCP,   /* the TCP connect is under way */
+	RW_IB_CONN_TCP,	  /* the TCP connect is under way */
 	RW_IB_CONN_SEND,  /* writing our record */
 	RW_IB_CONN_RECV,  /* reading the listener's record */
 	RW_IB_CONN_READY, /* QPs at RTS: writing RW_IB_READY */
@@ -39,7 +39,8 @@ enum {
 static int io_step(int fd, void *buf, size_t len, size_t *done, bool out)
 {
 	while (*done < len) {
-		ssize_t n = out ? send(fd, (char *)buf + *done, len - *done, MSG_NOSIGNAL | MSG_DONTWAIT)
+		ssize_t n = out ? send(fd, (char *)buf + *done, len - *done,
+				       MSG_NOSIGNAL | MSG_DONTWAIT)
 				: recv(fd, (char *)buf + *done, len - *done, MSG_DONTWAIT);
 
 		if (n > 0) {
@@ -81,7 +82,7 @@ int rw_ib_listen(struct rw_net *base, int dev, void *handle, struct rw_net_liste
 	struct rw_ib_net *net = rw_ib_net_from(base);
 	struct sockaddr_storage sa = net->boot;
 	socklen_t len = sizeof(sa);
-	struct rw_ib_handle h = { .magic = RW_IB_MAGIC, .version = RW_IB_VERSION };
+	struct rw_ib_handle h = {.magic = RW_IB_MAGIC, .version = RW_IB_VERSION};
 	struct rw_ib_listen *l;
 	int rc, one = 1;
 
@@ -171,7 +172,8 @@ static void accept_new(struct rw_ib_listen *l)
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ECONNABORTED &&
 			    errno != EINTR)
-				RW_WARN(RW_LOG_NET, "NET/IB: %s: accept: %s", l->addr, strerror(errno));
+				RW_WARN(RW_LOG_NET, "NET/IB: %s: accept: %s", l->addr,
+					strerror(errno));
 			if (errno == ECONNABORTED || errno == EINTR)
 				continue;
 			return;
@@ -204,8 +206,10 @@ static int cand_step(struct rw_ib_listen *l, struct rw_ib_cand *k)
 	if (k->state == RW_IB_CAND_RECV) {
 		rc = io_step(k->fd, &k->theirs, sizeof(k->theirs), &k->done, false);
 		if (rc < 0) {
-			cand_drop(l, k, rc == -ECONNRESET ? "closed before its set-up record"
-							  : "reading its set-up record", rc == -ECONNRESET ? 0 : -rc);
+			cand_drop(l, k,
+				  rc == -ECONNRESET ? "closed before its set-up record"
+						    : "reading its set-up record",
+				  rc == -ECONNRESET ? 0 : -rc);
 			return -1;
 		}
 		if (k->done >= 4 && k->theirs.magic != RW_IB_MAGIC) {
@@ -348,8 +352,8 @@ static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_hand
 	rw_ib_handle_addr(h, &sa);
 	rw_ib_addr_str(&sa, k->peer, sizeof(k->peer));
 	if (atomic_load(&net->devs[dev].port_down)) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: connect to %s: the port is down", net->devs[dev].name,
-			k->peer);
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: connect to %s: the port is down",
+			net->devs[dev].name, k->peer);
 		free(k);
 		return -ENETDOWN;
 	}
@@ -359,8 +363,8 @@ static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_hand
 		return rc;
 	}
 	k->fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (k->fd < 0 || (connect(k->fd, (struct sockaddr *)&sa, sa_len(&sa)) &&
-			  errno != EINPROGRESS)) {
+	if (k->fd < 0 ||
+	    (connect(k->fd, (struct sockaddr *)&sa, sa_len(&sa)) && errno != EINPROGRESS)) {
 		rc = -errno;
 		RW_WARN(RW_LOG_NET, "NET/IB: %s: connect to %s failed: %s", net->devs[dev].name,
 			k->peer, strerror(-rc));
@@ -384,7 +388,7 @@ static int connect_step(struct rw_ib_net *net, struct rw_ib_connect *k)
 	int rc, err = 0;
 
 	if (k->state == RW_IB_CONN_TCP) {
-		struct pollfd p = { .fd = k->fd, .events = POLLOUT };
+		struct pollfd p = {.fd = k->fd, .events = POLLOUT};
 		socklen_t len = sizeof(err);
 
 		if (poll(&p, 1, 0) == 0)
@@ -447,9 +451,12 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 	if (!handle || !out || dev < 0 || dev >= net->ndev)
 		return -EINVAL;
 	memcpy(&h, handle, sizeof(h));
-	if (h.magic != RW_IB_MAGIC || h.version != RW_IB_VERSION || (h.family != 4 && h.family != 6)) {
-		RW_WARN(RW_LOG_NET, "NET/IB: connect: not an ib listen handle of version %d "
-			"(magic %#x, version %u)", RW_IB_VERSION, h.magic, h.version);
+	if (h.magic != RW_IB_MAGIC || h.version != RW_IB_VERSION ||
+	    (h.family != 4 && h.family != 6)) {
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: connect: not an ib listen handle of version %d "
+			"(magic %#x, version %u)",
+			RW_IB_VERSION, h.magic, h.version);
 		return -EINVAL;
 	}
 	pthread_mutex_lock(&net->lock);
@@ -501,20 +508,22 @@ void rw_ib_conn_destroy_all(struct rw_ib_net *net)
 	while (!rw_ib_list_empty(&net->connecting))
 		connect_free(rw_container_of(net->connecting.next, struct rw_ib_connect, link));
 	while (!rw_ib_list_empty(&net->listeners))
-		rw_ib_close_listen(&rw_container_of(net->listeners.next, struct rw_ib_listen,
-						    link)->base);
+		rw_ib_close_listen(
+			&rw_container_of(net->listeners.next, struct rw_ib_listen, link)->base);
 	while (!rw_ib_list_empty(&net->comms))
-		rw_ib_comm_bury(net, rw_container_of(net->comms.next, struct rw_ib_comm, link), true);
+		rw_ib_comm_bury(net, rw_container_of(net->comms.next, struct rw_ib_comm, link),
+				true);
 	while (!rw_ib_list_empty(&net->dead_comms)) {
-		struct rw_ib_comm *c = rw_container_of(net->dead_comms.next, struct rw_ib_comm, link);
+		struct rw_ib_comm *c =
+			rw_container_of(net->dead_comms.next, struct rw_ib_comm, link);
 
 		rw_ib_list_del(&c->link);
 		pthread_mutex_destroy(&c->mr_lock);
 		free(c);
 	}
 	while (!rw_ib_list_empty(&net->dead_listeners)) {
-		struct rw_ib_listen *l = rw_container_of(net->dead_listeners.next,
-							 struct rw_ib_listen, link);
+		struct rw_ib_listen *l =
+			rw_container_of(net->dead_listeners.next, struct rw_ib_listen, link);
 
 		rw_ib_list_del(&l->link);
 		free(l);

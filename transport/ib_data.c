@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 
 #define WR_ID(val, qpi, kind) ((uint64_t)(val) << 8 | (uint64_t)(qpi) << 3 | (uint64_t)(kind))
-#define FLUSH_QPI RW_IB_MAX_QPS
+#define FLUSH_QPI	      RW_IB_MAX_QPS
 
 static uint32_t seq_next(uint32_t s)
 {
@@ -82,11 +82,16 @@ static void req_put(struct rw_ib_comm *c, struct rw_ib_req *r)
 static const char *wr_kind_str(int kind)
 {
 	switch (kind) {
-	case RW_IB_WR_DATA: return "RDMA WRITE WITH IMM (data)";
-	case RW_IB_WR_CTRL: return "RDMA WRITE (clear-to-send or notice)";
-	case RW_IB_WR_RECV: return "receive";
-	case RW_IB_WR_FLUSH: return "RDMA READ (flush)";
-	default: return "work request";
+	case RW_IB_WR_DATA:
+		return "RDMA WRITE WITH IMM (data)";
+	case RW_IB_WR_CTRL:
+		return "RDMA WRITE (clear-to-send or notice)";
+	case RW_IB_WR_RECV:
+		return "receive";
+	case RW_IB_WR_FLUSH:
+		return "RDMA READ (flush)";
+	default:
+		return "work request";
 	}
 }
 
@@ -96,10 +101,11 @@ static void wc_failed(struct rw_ib_comm *c, const struct ibv_wc *wc, int kind, i
 
 	if (c->failed)
 		return; /* the flushes that follow the first error */
-	RW_WARN(RW_LOG_NET, "NET/IB: %s: %s on QP %#x to peer %s (GID %s, LID %u, QPN %#x) "
-		"failed: %s (status %d, vendor error %#x)", c->dev->name, wr_kind_str(kind),
-		wc->qp_num, c->peer, c->peer_gid, c->peer_lid, rqpn,
-		c->net->v.wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
+	RW_WARN(RW_LOG_NET,
+		"NET/IB: %s: %s on QP %#x to peer %s (GID %s, LID %u, QPN %#x) "
+		"failed: %s (status %d, vendor error %#x)",
+		c->dev->name, wr_kind_str(kind), wc->qp_num, c->peer, c->peer_gid, c->peer_lid,
+		rqpn, c->net->v.wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
 	rw_ib_comm_fail(c, rw_ibv_status_errno(wc->status));
 }
 
@@ -117,9 +123,12 @@ static void deliver(struct rw_ib_comm *c, uint32_t imm, uint32_t byte_len)
 	if (pieces == RW_IB_IMM_ERR_TAG || pieces == RW_IB_IMM_ERR_SIZE) {
 		if (!r->rc) {
 			r->rc = pieces == RW_IB_IMM_ERR_SIZE ? -EMSGSIZE : -EPROTO;
-			RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) sent a message %s buffer %u "
-				"(%zu bytes) of receive %u", c->dev->name, c->peer, c->peer_gid,
-				pieces == RW_IB_IMM_ERR_SIZE ? "larger than" : "with a tag matching no",
+			RW_WARN(RW_LOG_NET,
+				"NET/IB: %s: peer %s (GID %s) sent a message %s buffer %u "
+				"(%zu bytes) of receive %u",
+				c->dev->name, c->peer, c->peer_gid,
+				pieces == RW_IB_IMM_ERR_SIZE ? "larger than"
+							     : "with a tag matching no",
 				idx, r->cap[idx], r->seq);
 		}
 		r->pieces[idx] = r->got[idx] = 1;
@@ -127,9 +136,10 @@ static void deliver(struct rw_ib_comm *c, uint32_t imm, uint32_t byte_len)
 		return;
 	}
 	if (r->pieces[idx] && r->pieces[idx] != pieces) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) sent buffer %u of receive %u in %u "
-			"pieces, then said %u", c->dev->name, c->peer, c->peer_gid, idx, r->seq,
-			r->pieces[idx], pieces);
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: peer %s (GID %s) sent buffer %u of receive %u in %u "
+			"pieces, then said %u",
+			c->dev->name, c->peer, c->peer_gid, idx, r->seq, r->pieces[idx], pieces);
 		rw_ib_comm_fail(c, -EPROTO);
 		return;
 	}
@@ -221,7 +231,7 @@ static int post_notice(struct rw_ib_comm *c, const struct rw_ib_cts *e, unsigned
 		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 		.send_flags = IBV_SEND_SIGNALED,
 		.imm_data = htonl(rw_ib_imm(c->cts_seq, idx, code)),
-		.wr.rdma = { .remote_addr = e->addr, .rkey = e->rkey },
+		.wr.rdma = {.remote_addr = e->addr, .rkey = e->rkey},
 	};
 
 	return post_send(c, c->rr, &wr);
@@ -233,7 +243,7 @@ static int post_pieces(struct rw_ib_comm *c, struct rw_ib_req *r, const struct r
 {
 	size_t size = r->size, piece;
 	size_t npieces = 1;
-	int need[RW_IB_MAX_QPS] = { 0 };
+	int need[RW_IB_MAX_QPS] = {0};
 	int q0 = c->rr;
 
 	if (c->nqps > 1 && size >= 2 * RW_IB_MIN_PIECE)
@@ -251,8 +261,8 @@ static int post_pieces(struct rw_ib_comm *c, struct rw_ib_req *r, const struct r
 	for (size_t k = 0; k < npieces; k++) {
 		size_t off = k * piece, len = size ? RW_MIN(piece, size - off) : 0;
 		int q = (int)((q0 + k) % (size_t)c->nqps);
-		struct ibv_sge sge = { .addr = (uintptr_t)r->data + off, .length = (uint32_t)len,
-				       .lkey = r->lkey };
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)r->data + off, .length = (uint32_t)len, .lkey = r->lkey};
 		struct ibv_send_wr wr = {
 			.wr_id = WR_ID((uintptr_t)r, q, RW_IB_WR_DATA),
 			.sg_list = &sge,
@@ -260,7 +270,7 @@ static int post_pieces(struct rw_ib_comm *c, struct rw_ib_req *r, const struct r
 			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
 			.send_flags = IBV_SEND_SIGNALED,
 			.imm_data = htonl(rw_ib_imm(c->cts_seq, idx, (unsigned int)npieces)),
-			.wr.rdma = { .remote_addr = e->addr + off, .rkey = e->rkey },
+			.wr.rdma = {.remote_addr = e->addr + off, .rkey = e->rkey},
 		};
 		int rc = post_send(c, q, &wr);
 
@@ -294,7 +304,8 @@ static void send_match(struct rw_ib_comm *c)
 			return;
 		nreqs = e[0].nreqs;
 		if (nreqs < 1 || nreqs > RW_NET_MAX_RECVS) {
-			RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) posted a receive of %u buffers",
+			RW_WARN(RW_LOG_NET,
+				"NET/IB: %s: peer %s (GID %s) posted a receive of %u buffers",
 				c->dev->name, c->peer, c->peer_gid, nreqs);
 			rw_ib_comm_fail(c, -EPROTO);
 			return;
@@ -310,16 +321,19 @@ static void send_match(struct rw_ib_comm *c)
 		if (c->sq_used[c->rr] + (int)nreqs > RW_IB_SQ_DEPTH)
 			return; /* room for notices first */
 		if (idx < 0) {
-			RW_WARN(RW_LOG_NET, "NET/IB: %s: send with tag %d matches no buffer of peer %s's "
-				"receive %u (GID %s): both fail", c->dev->name, r->tag, c->peer,
-				c->cts_seq, c->peer_gid);
+			RW_WARN(RW_LOG_NET,
+				"NET/IB: %s: send with tag %d matches no buffer of peer %s's "
+				"receive %u (GID %s): both fail",
+				c->dev->name, r->tag, c->peer, c->cts_seq, c->peer_gid);
 			for (unsigned int i = 0; i < nreqs; i++)
-				if (!(c->slot_used & (1u << i)) && post_notice(c, &e[i], i, RW_IB_IMM_ERR_TAG))
+				if (!(c->slot_used & (1u << i)) &&
+				    post_notice(c, &e[i], i, RW_IB_IMM_ERR_TAG))
 					return;
 			r->rc = -EPROTO;
 			c->slot_used = (uint8_t)full;
 		} else if (r->size > e[idx].size) {
-			RW_WARN(RW_LOG_NET, "NET/IB: %s: message of %zu bytes (tag %d) is larger than "
+			RW_WARN(RW_LOG_NET,
+				"NET/IB: %s: message of %zu bytes (tag %d) is larger than "
 				"peer %s's receive buffer of %llu bytes (GID %s): both fail",
 				c->dev->name, r->size, r->tag, c->peer,
 				(unsigned long long)e[idx].size, c->peer_gid);
@@ -410,21 +424,27 @@ static void comm_watch(struct rw_ib_comm *c, int gone)
 		return;
 	}
 	if (down) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s port %u is down: %d request(s) to peer %s (GID %s) "
-			"fail", c->dev->name, c->dev->port, waiting, c->peer, c->peer_gid);
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s port %u is down: %d request(s) to peer %s (GID %s) "
+			"fail",
+			c->dev->name, c->dev->port, waiting, c->peer, c->peer_gid);
 		rw_ib_comm_fail(c, -ENETDOWN);
 		return;
 	}
 	if (gone) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s, QPN %#x) is gone (%s) with %d "
-			"request(s) pending", c->dev->name, c->peer, c->peer_gid, c->rqpn[0],
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: peer %s (GID %s, QPN %#x) is gone (%s) with %d "
+			"request(s) pending",
+			c->dev->name, c->peer, c->peer_gid, c->rqpn[0],
 			gone == ECONNRESET ? "it closed the connection" : strerror(gone), waiting);
 		rw_ib_comm_fail(c, gone == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
 		return;
 	}
-	RW_WARN(RW_LOG_NET, "NET/IB: %s: no word from peer %s (GID %s, QPN %#x) for %llu ms "
-		"with %d request(s) pending (RINGWAY_TIMEOUT_MS)", c->dev->name, c->peer,
-		c->peer_gid, c->rqpn[0], (unsigned long long)(now - c->progress_ms), waiting);
+	RW_WARN(RW_LOG_NET,
+		"NET/IB: %s: no word from peer %s (GID %s, QPN %#x) for %llu ms "
+		"with %d request(s) pending (RINGWAY_TIMEOUT_MS)",
+		c->dev->name, c->peer, c->peer_gid, c->rqpn[0],
+		(unsigned long long)(now - c->progress_ms), waiting);
 	rw_ib_comm_fail(c, -ETIMEDOUT);
 }
 
@@ -456,8 +476,8 @@ static int comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm
 	return 0;
 }
 
-int rw_ib_isend(struct rw_net_comm *base, void *data, size_t size, int tag,
-		struct rw_net_mr *mr, struct rw_net_req **req)
+int rw_ib_isend(struct rw_net_comm *base, void *data, size_t size, int tag, struct rw_net_mr *mr,
+		struct rw_net_req **req)
 {
 	struct rw_ib_comm *c;
 	struct rw_ib_mr *m;
@@ -497,8 +517,8 @@ int rw_ib_isend(struct rw_net_comm *base, void *data, size_t size, int tag,
 
 /* --- receiving ------------------------------------------------------------------------------- */
 
-int rw_ib_irecv(struct rw_net_comm *base, int n, void **data, const size_t *sizes,
-		const int *tags, struct rw_net_mr **mrs, struct rw_net_req **req)
+int rw_ib_irecv(struct rw_net_comm *base, int n, void **data, const size_t *sizes, const int *tags,
+		struct rw_net_mr **mrs, struct rw_net_req **req)
 {
 	struct rw_ib_comm *c;
 	struct rw_ib_cts *st;
@@ -532,24 +552,28 @@ int rw_ib_irecv(struct rw_net_comm *base, int n, void **data, const size_t *size
 	slot = seq % RW_IB_FIFO_SLOTS;
 	st = &c->stage[(size_t)slot * RW_NET_MAX_RECVS];
 	for (int i = 0; i < n; i++) {
-		st[i] = (struct rw_ib_cts){ .addr = (uintptr_t)data[i], .size = sizes[i],
-					    .rkey = rkeys[i], .tag = tags[i], .nreqs = (uint8_t)n,
-					    .idx = (uint8_t)i, .seq = seq };
+		st[i] = (struct rw_ib_cts){.addr = (uintptr_t)data[i],
+					   .size = sizes[i],
+					   .rkey = rkeys[i],
+					   .tag = tags[i],
+					   .nreqs = (uint8_t)n,
+					   .idx = (uint8_t)i,
+					   .seq = seq};
 		st[i].check = rw_ib_cts_check(&st[i]);
 		r->cap[i] = sizes[i];
 	}
-	sge = (struct ibv_sge){ .addr = (uintptr_t)st,
-				.length = (uint32_t)((size_t)n * sizeof(*st)),
-				.lkey = c->stage_mr->lkey };
+	sge = (struct ibv_sge){.addr = (uintptr_t)st,
+			       .length = (uint32_t)((size_t)n * sizeof(*st)),
+			       .lkey = c->stage_mr->lkey};
 	wr = (struct ibv_send_wr){
 		.wr_id = WR_ID(seq, 0, RW_IB_WR_CTRL),
 		.sg_list = &sge,
 		.num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE,
 		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = c->rfifo_addr + (uint64_t)slot * RW_NET_MAX_RECVS *
-							      sizeof(*st),
-			     .rkey = c->rfifo_rkey },
+		.wr.rdma = {.remote_addr =
+				    c->rfifo_addr + (uint64_t)slot * RW_NET_MAX_RECVS * sizeof(*st),
+			    .rkey = c->rfifo_rkey},
 	};
 	rc = post_send(c, 0, &wr);
 	if (rc) {
@@ -598,15 +622,15 @@ int rw_ib_iflush(struct rw_net_comm *base, int n, void **data, const int *sizes,
 	}
 	for (int i = 0; i < n; i++) {
 		struct rw_ib_mr *m = rw_ib_mr_of(c, mrs[i]);
-		struct ibv_sge sge = { .addr = (uintptr_t)&c->flush_buf, .length = 1,
-				       .lkey = c->flush_mr->lkey };
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)&c->flush_buf, .length = 1, .lkey = c->flush_mr->lkey};
 		struct ibv_send_wr wr = {
 			.wr_id = WR_ID((uintptr_t)r, FLUSH_QPI, RW_IB_WR_FLUSH),
 			.sg_list = &sge,
 			.num_sge = 1,
 			.opcode = IBV_WR_RDMA_READ,
 			.send_flags = IBV_SEND_SIGNALED,
-			.wr.rdma = { .remote_addr = (uintptr_t)data[i], .rkey = m->rkey },
+			.wr.rdma = {.remote_addr = (uintptr_t)data[i], .rkey = m->rkey},
 		};
 		struct ibv_send_wr *bad = NULL;
 
@@ -614,8 +638,10 @@ int rw_ib_iflush(struct rw_net_comm *base, int n, void **data, const int *sizes,
 			continue;
 		rc = ibv_post_send(c->flush_qp, &wr, &bad);
 		if (rc) {
-			RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_post_send(flush QP %#x, RDMA READ %p) "
-				"failed: %s", c->dev->name, c->flush_qp->qp_num, data[i], strerror(rc));
+			RW_WARN(RW_LOG_NET,
+				"NET/IB: %s: ibv_post_send(flush QP %#x, RDMA READ %p) "
+				"failed: %s",
+				c->dev->name, c->flush_qp->qp_num, data[i], strerror(rc));
 			rw_ib_comm_fail(c, -rc);
 			break;
 		}

@@ -38,9 +38,9 @@ static int read_gids(struct rw_ib_net *net, struct rw_ib_hca *h, uint8_t port, i
 			if (net->v.query_gid_ex(h->ctx, port, (uint32_t)i, &e, 0, sizeof(e)))
 				continue; /* empty entry (ENODATA) */
 			memcpy(out[i].raw, e.gid.raw, 16);
-			out[i].type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? RW_IB_GID_ROCE_V2
-				    : e.gid_type == IBV_GID_TYPE_ROCE_V1 ? RW_IB_GID_ROCE_V1
-									 : RW_IB_GID_IB;
+			out[i].type = e.gid_type == IBV_GID_TYPE_ROCE_V2   ? RW_IB_GID_ROCE_V2
+				      : e.gid_type == IBV_GID_TYPE_ROCE_V1 ? RW_IB_GID_ROCE_V1
+									   : RW_IB_GID_IB;
 			continue;
 		}
 		/* an older library: the GID, and its type from sysfs */
@@ -69,8 +69,8 @@ static const char *gid_type_str(enum rw_ib_gid_type t)
 
 /* Choose the port's GID (RINGWAY_IB_GID_INDEX or automatically).  0, or
  * -ENODEV with why set. */
-static int choose_gid(struct rw_ib_net *net, struct rw_ib_dev *d,
-		      const struct ibv_port_attr *pa, char *why, size_t len)
+static int choose_gid(struct rw_ib_net *net, struct rw_ib_dev *d, const struct ibv_port_attr *pa,
+		      char *why, size_t len)
 {
 	const struct rw_config *cfg = &net->base.cfg;
 	bool eth = pa->link_layer == IBV_LINK_LAYER_ETHERNET;
@@ -89,7 +89,8 @@ static int choose_gid(struct rw_ib_net *net, struct rw_ib_dev *d,
 		if (eth && idx < n && net->v.query_gid(d->hca->ctx, d->port, idx, &d->gid) == 0)
 			memcpy(gids[idx].raw, d->gid.raw, 16);
 		if (idx >= n || rw_ib_gid_pick(&gids[idx], 1, eth) != 0) {
-			snprintf(why, len, "%s port %u has no usable GID at RINGWAY_IB_GID_INDEX=%d",
+			snprintf(why, len,
+				 "%s port %u has no usable GID at RINGWAY_IB_GID_INDEX=%d",
 				 d->hca->name, d->port, idx);
 			free(gids);
 			return -ENODEV;
@@ -105,8 +106,8 @@ static int choose_gid(struct rw_ib_net *net, struct rw_ib_dev *d,
 	d->gid_index = idx;
 	memcpy(d->gid.raw, gids[idx].raw, 16);
 	inet_ntop(AF_INET6, d->gid.raw, d->gid_str, sizeof(d->gid_str));
-	RW_INFO(RW_LOG_INIT | RW_LOG_NET, "NET/IB: %s port %u: %s, GID %d %s (%s)%s",
-		d->hca->name, d->port, eth ? "RoCE" : "InfiniBand", idx, d->gid_str,
+	RW_INFO(RW_LOG_INIT | RW_LOG_NET, "NET/IB: %s port %u: %s, GID %d %s (%s)%s", d->hca->name,
+		d->port, eth ? "RoCE" : "InfiniBand", idx, d->gid_str,
 		eth ? gid_type_str(gids[idx].type) : "IB",
 		cfg->ib_gid_index >= 0 ? " set by RINGWAY_IB_GID_INDEX" : "");
 	free(gids);
@@ -142,7 +143,8 @@ static void gdr_detect(struct rw_ib_net *net, struct rw_ib_hca *h)
 	bool nic_dmabuf = false;
 
 	if (!net->v.reg_dmabuf_mr) {
-		snprintf(dmabuf_why, sizeof(dmabuf_why), "%s has no ibv_reg_dmabuf_mr", net->v.path);
+		snprintf(dmabuf_why, sizeof(dmabuf_why), "%s has no ibv_reg_dmabuf_mr",
+			 net->v.path);
 	} else {
 		/* NCCL's probe: fd -1 fails with EBADF where dma-buf is supported */
 		struct ibv_mr *mr = net->v.reg_dmabuf_mr(h->pd, 0, 0, 0, -1, 0);
@@ -152,8 +154,8 @@ static void gdr_detect(struct rw_ib_net *net, struct rw_ib_hca *h)
 			net->v.dereg_mr(mr);
 		nic_dmabuf = mr || (e != EOPNOTSUPP && e != EPROTONOSUPPORT);
 		if (!nic_dmabuf)
-			snprintf(dmabuf_why, sizeof(dmabuf_why), "%s: the NIC driver refuses dma-buf (%s)",
-				 h->name, strerror(e));
+			snprintf(dmabuf_why, sizeof(dmabuf_why),
+				 "%s: the NIC driver refuses dma-buf (%s)", h->name, strerror(e));
 	}
 	if (nic_dmabuf && rw_cuda_dmabuf_supported(cuda_why, sizeof(cuda_why)) != 0) {
 		nic_dmabuf = false;
@@ -172,13 +174,15 @@ static void gdr_detect(struct rw_ib_net *net, struct rw_ib_hca *h)
 		break;
 	case RW_IB_GDR_PEERMEM:
 		RW_INFO(RW_LOG_INIT | RW_LOG_NET,
-			"NET/IB: %s: GPUDirect RDMA on, by nvidia-peermem (%s); dma-buf: %s", h->name,
-			pm_evidence, dmabuf_why);
+			"NET/IB: %s: GPUDirect RDMA on, by nvidia-peermem (%s); dma-buf: %s",
+			h->name, pm_evidence, dmabuf_why);
 		break;
 	default:
 		RW_INFO(RW_LOG_INIT | RW_LOG_NET,
-			"NET/IB: %s: GPUDirect RDMA off (host memory only): nvidia-peermem not loaded, "
-			"dma-buf: %s", h->name, dmabuf_why);
+			"NET/IB: %s: GPUDirect RDMA off (host memory only): nvidia-peermem not "
+			"loaded, "
+			"dma-buf: %s",
+			h->name, dmabuf_why);
 		break;
 	}
 }
@@ -262,8 +266,9 @@ static void async_event(struct rw_ib_hca *h, const struct ibv_async_event *ev)
 		break;
 	}
 	if (ev->event_type == IBV_EVENT_CQ_ERR)
-		RW_LOG(lvl, RW_LOG_NET, "NET/IB: %s: async event: %s (a completion queue overflowed)",
-		       h->name, what);
+		RW_LOG(lvl, RW_LOG_NET,
+		       "NET/IB: %s: async event: %s (a completion queue overflowed)", h->name,
+		       what);
 	else if (ev->event_type == IBV_EVENT_DEVICE_FATAL)
 		RW_LOG(lvl, RW_LOG_NET, "NET/IB: %s: async event: %s", h->name, what);
 	else
@@ -276,8 +281,8 @@ static void *async_main(void *arg)
 {
 	struct rw_ib_hca *h = arg;
 	struct pollfd p[2] = {
-		{ .fd = h->ctx->async_fd, .events = POLLIN },
-		{ .fd = h->stop_fd, .events = POLLIN },
+		{.fd = h->ctx->async_fd, .events = POLLIN},
+		{.fd = h->stop_fd, .events = POLLIN},
 	};
 
 	for (;;) {
@@ -349,11 +354,16 @@ static void hca_close(struct rw_ib_net *net, struct rw_ib_hca *h)
 static const char *port_state_str(enum ibv_port_state s)
 {
 	switch (s) {
-	case IBV_PORT_DOWN: return "DOWN";
-	case IBV_PORT_INIT: return "INIT";
-	case IBV_PORT_ARMED: return "ARMED";
-	case IBV_PORT_ACTIVE: return "ACTIVE";
-	default: return "not active";
+	case IBV_PORT_DOWN:
+		return "DOWN";
+	case IBV_PORT_INIT:
+		return "INIT";
+	case IBV_PORT_ARMED:
+		return "ARMED";
+	case IBV_PORT_ACTIVE:
+		return "ACTIVE";
+	default:
+		return "not active";
 	}
 }
 
@@ -391,16 +401,18 @@ static void hca_ports(struct rw_ib_net *net, struct rw_ib_hca *h, const struct r
 		if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND &&
 		    pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
 		    pa.link_layer != IBV_LINK_LAYER_UNSPECIFIED) {
-			snprintf(msg, sizeof(msg), "%s port %d: link layer %d is neither IB nor Ethernet",
-				 h->name, p, pa.link_layer);
+			snprintf(msg, sizeof(msg),
+				 "%s port %d: link layer %d is neither IB nor Ethernet", h->name, p,
+				 pa.link_layer);
 			why_add(why, len, msg);
 			continue;
 		}
 		memset(d, 0, sizeof(*d));
 		d->hca = h;
 		d->port = (uint8_t)p;
-		d->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? IBV_LINK_LAYER_ETHERNET
-									 : IBV_LINK_LAYER_INFINIBAND;
+		d->link_layer = pa.link_layer == IBV_LINK_LAYER_ETHERNET
+					? IBV_LINK_LAYER_ETHERNET
+					: IBV_LINK_LAYER_INFINIBAND;
 		d->lid = pa.lid;
 		d->mtu = pa.active_mtu;
 		d->speed_mbps = rw_ib_speed_mbps(pa.active_speed, pa.active_width);
@@ -501,8 +513,10 @@ int rw_ib_devs_open(struct rw_ib_net *net, char *why, size_t len)
 	char found[256] = "", reasons[512] = "";
 
 	if (rw_ib_spec_parse(cfg->ib_hca, &sp)) {
-		snprintf(why, len, "RINGWAY_IB_HCA='%s' does not parse (name[:port],... with "
-			 "optional ^ or =)", cfg->ib_hca);
+		snprintf(why, len,
+			 "RINGWAY_IB_HCA='%s' does not parse (name[:port],... with "
+			 "optional ^ or =)",
+			 cfg->ib_hca);
 		return -EINVAL;
 	}
 	list = net->v.get_device_list(&n);

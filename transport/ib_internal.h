@@ -43,27 +43,27 @@
 #include "transport/ib_proto.h"
 #include "transport/rw_net.h"
 
-#define RW_IB_MAX_HCAS 16
-#define RW_IB_MAX_DEVS 32
-#define RW_IB_MAX_GIDS 128
-#define RW_IB_SQ_DEPTH 512           /* send WRs per QP */
-#define RW_IB_RQ_DEPTH 512           /* receive WRs per QP (receive side) */
-#define RW_IB_MAX_PIECE (1ull << 30) /* bytes of one WRITE */
-#define RW_IB_MIN_PIECE (32u << 10)  /* smaller sends are not split */
+#define RW_IB_MAX_HCAS	  16
+#define RW_IB_MAX_DEVS	  32
+#define RW_IB_MAX_GIDS	  128
+#define RW_IB_SQ_DEPTH	  512	       /* send WRs per QP */
+#define RW_IB_RQ_DEPTH	  512	       /* receive WRs per QP (receive side) */
+#define RW_IB_MAX_PIECE	  (1ull << 30) /* bytes of one WRITE */
+#define RW_IB_MIN_PIECE	  (32u << 10)  /* smaller sends are not split */
 #define RW_IB_PIECE_ALIGN 128
-#define RW_IB_MAX_MSG ((size_t)(RW_IB_MAX_PIECES * RW_IB_MAX_PIECE))
-#define RW_IB_MAX_COMMS 65536
-#define RW_IB_MAX_CANDS 64           /* accepted sockets still in set-up */
-#define RW_IB_REQS (2 * RW_IB_FIFO_SLOTS) /* requests per comm */
-#define RW_IB_ADDRSTRLEN 72
-#define RW_IB_GIDSTRLEN 48
+#define RW_IB_MAX_MSG	  ((size_t)(RW_IB_MAX_PIECES * RW_IB_MAX_PIECE))
+#define RW_IB_MAX_COMMS	  65536
+#define RW_IB_MAX_CANDS	  64			 /* accepted sockets still in set-up */
+#define RW_IB_REQS	  (2 * RW_IB_FIFO_SLOTS) /* requests per comm */
+#define RW_IB_ADDRSTRLEN  72
+#define RW_IB_GIDSTRLEN	  48
 
 /* Object tags, checked on every entry point. */
 enum rw_ib_magic {
 	RW_IB_LISTEN_MAGIC = 0x4c424952, /* open listener */
-	RW_IB_SEND_MAGIC = 0x53424952,   /* send comm */
-	RW_IB_RECV_MAGIC = 0x52424952,   /* recv comm */
-	RW_IB_DEAD_MAGIC = 0x44424952,   /* closed: only a shell is left */
+	RW_IB_SEND_MAGIC = 0x53424952,	 /* send comm */
+	RW_IB_RECV_MAGIC = 0x52424952,	 /* recv comm */
+	RW_IB_DEAD_MAGIC = 0x44424952,	 /* closed: only a shell is left */
 	RW_IB_MR_MAGIC = 0x4d424952,
 	RW_IB_REQ_MAGIC = 0x51424952,
 };
@@ -114,8 +114,7 @@ struct rw_ibv {
 	int (*get_async_event)(struct ibv_context *ctx, struct ibv_async_event *ev);
 	void (*ack_async_event)(struct ibv_async_event *ev);
 	int (*query_device)(struct ibv_context *ctx, struct ibv_device_attr *attr);
-	int (*query_port_compat)(struct ibv_context *ctx, uint8_t port,
-				 struct ibv_port_attr *attr);
+	int (*query_port_compat)(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr);
 	int (*query_gid)(struct ibv_context *ctx, uint8_t port, int index, union ibv_gid *gid);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
 	int (*dealloc_pd)(struct ibv_pd *pd);
@@ -130,13 +129,13 @@ struct rw_ibv {
 	const char *(*event_type_str)(enum ibv_event_type type);
 	const char *(*wc_status_str)(enum ibv_wc_status status);
 	/* optional (NULL when the library is older) */
-	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t len,
-				       uint64_t iova, unsigned int access); /* 1.8 */
+	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
+				       unsigned int access); /* 1.8 */
 	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t len,
 					uint64_t iova, int fd, int access); /* 1.12 */
 	int (*query_gid_ex)(struct ibv_context *ctx, uint32_t port, uint32_t index,
 			    struct ibv_gid_entry *entry, uint32_t flags,
-			    size_t entry_size);                     /* 1.11 */
+			    size_t entry_size); /* 1.11 */
 };
 
 /**
@@ -170,12 +169,12 @@ struct rw_ib_hca {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_device_attr attr;
-	uint64_t guid;           /* host order */
-	char *pci_path;          /* NULL when not PCI */
+	uint64_t guid;	/* host order */
+	char *pci_path; /* NULL when not PCI */
 	enum rw_ib_gdr gdr;
-	int access;              /* flags of every registration */
+	int access; /* flags of every registration */
 	pthread_t async;
-	int stop_fd;             /* eventfd that stops the async thread */
+	int stop_fd; /* eventfd that stops the async thread */
 	bool async_started;
 	pthread_mutex_t reg_lock;
 	struct rw_ib_reg **regs; /* sorted by start address */
@@ -194,7 +193,7 @@ struct rw_ib_dev {
 	union ibv_gid gid;
 	char gid_str[RW_IB_GIDSTRLEN];
 	int speed_mbps;
-	atomic_bool port_down;   /* set by the async thread */
+	atomic_bool port_down; /* set by the async thread */
 };
 
 /**
@@ -210,15 +209,15 @@ void rw_ib_dev_props(const struct rw_ib_dev *d, struct rw_net_props *props);
 struct rw_ib_net {
 	struct rw_net base;
 	struct rw_ibv v;
-	pthread_mutex_t lock;            /* guards the lists */
+	pthread_mutex_t lock; /* guards the lists */
 	struct rw_ib_link listeners, dead_listeners;
 	struct rw_ib_link comms, dead_comms;
-	struct rw_ib_link connecting;    /* connects under way */
+	struct rw_ib_link connecting; /* connects under way */
 	int nhcas;
 	struct rw_ib_hca *hcas[RW_IB_MAX_HCAS];
 	int ndev;
 	struct rw_ib_dev devs[RW_IB_MAX_DEVS];
-	struct sockaddr_storage boot;    /* set-up address (port 0) */
+	struct sockaddr_storage boot; /* set-up address (port 0) */
 	char boot_str[RW_IB_ADDRSTRLEN];
 	uint8_t ib_timeout, retry_cnt, tc, sl;
 	int nqps;
@@ -238,7 +237,7 @@ uint64_t rw_ib_random64(void);
 struct rw_ib_cand {
 	struct rw_ib_link link;
 	int fd;
-	int state;                       /* enum in ib_conn.c */
+	int state; /* enum in ib_conn.c */
 	uint64_t deadline_ms;
 	char peer[RW_IB_ADDRSTRLEN];
 	struct rw_ib_conn_info theirs, mine;
@@ -249,7 +248,7 @@ struct rw_ib_cand {
 struct rw_ib_listen {
 	struct rw_net_listen base;
 	uint32_t magic;
-	struct rw_ib_link link;          /* net->listeners, then dead_listeners */
+	struct rw_ib_link link; /* net->listeners, then dead_listeners */
 	struct rw_ib_net *net;
 	int dev;
 	int fd;
@@ -264,7 +263,7 @@ struct rw_ib_connect {
 	struct rw_ib_link link;
 	int dev;
 	struct rw_ib_handle h;
-	int state;                       /* enum in ib_conn.c */
+	int state; /* enum in ib_conn.c */
 	int fd;
 	uint64_t deadline_ms;
 	char peer[RW_IB_ADDRSTRLEN];
@@ -293,20 +292,20 @@ struct rw_ib_req {
 	struct rw_net_req base;
 	uint32_t magic;
 	enum rw_ib_req_kind kind;
-	struct rw_ib_req *next;      /* free list, or the send queue */
-	int rc;                      /* an error of this request alone */
-	int pending;                 /* completions still to come */
+	struct rw_ib_req *next; /* free list, or the send queue */
+	int rc;			/* an error of this request alone */
+	int pending;		/* completions still to come */
 	uint32_t seq;
 	/* send */
 	void *data;
 	size_t size;
 	int tag;
 	uint32_t lkey;
-	bool matched;                /* its CTS entry was found */
+	bool matched; /* its CTS entry was found */
 	/* receive */
 	int n;
-	int left;                    /* entries not yet complete */
-	bool posted;                 /* its CTS write went out */
+	int left;    /* entries not yet complete */
+	bool posted; /* its CTS write went out */
 	size_t cap[RW_NET_MAX_RECVS];
 	size_t got_bytes[RW_NET_MAX_RECVS];
 	uint8_t pieces[RW_NET_MAX_RECVS];
@@ -316,46 +315,46 @@ struct rw_ib_req {
 struct rw_ib_comm {
 	struct rw_net_comm base;
 	uint32_t magic;
-	struct rw_ib_link link;          /* net->comms, then dead_comms */
+	struct rw_ib_link link; /* net->comms, then dead_comms */
 	struct rw_ib_net *net;
 	struct rw_ib_dev *dev;
-	int fd;                          /* TCP: set-up, then the liveness probe */
-	char peer[RW_IB_ADDRSTRLEN];     /* the peer's TCP address */
+	int fd;			     /* TCP: set-up, then the liveness probe */
+	char peer[RW_IB_ADDRSTRLEN]; /* the peer's TCP address */
 	char peer_gid[RW_IB_GIDSTRLEN];
 	uint16_t peer_lid;
 	struct ibv_cq *cq;
 	int nqps;
 	struct ibv_qp *qps[RW_IB_MAX_QPS];
 	uint32_t rqpn[RW_IB_MAX_QPS];
-	int sq_used[RW_IB_MAX_QPS + 1];  /* [nqps]: the flush QP */
+	int sq_used[RW_IB_MAX_QPS + 1]; /* [nqps]: the flush QP */
 	int rq_posted[RW_IB_MAX_QPS];
-	int rr;                          /* next QP for a one-piece send */
+	int rr; /* next QP for a one-piece send */
 	uint32_t psn;
 	enum ibv_mtu mtu;
-	int failed;                      /* -errno once the connection is unusable */
-	uint64_t progress_ms;            /* last sign of life from the peer */
-	uint64_t probe_ms;               /* last liveness probe */
-	int npending;                    /* requests handed out, not yet done */
-	int nsends;                      /* of which sends */
+	int failed;	      /* -errno once the connection is unusable */
+	uint64_t progress_ms; /* last sign of life from the peer */
+	uint64_t probe_ms;    /* last liveness probe */
+	int npending;	      /* requests handed out, not yet done */
+	int nsends;	      /* of which sends */
 	pthread_mutex_t mr_lock;
-	struct rw_ib_link mrs;           /* rw_ib_mr handles of this comm */
-	struct rw_ib_req *reqs;          /* RW_IB_REQS of them */
+	struct rw_ib_link mrs;	/* rw_ib_mr handles of this comm */
+	struct rw_ib_req *reqs; /* RW_IB_REQS of them */
 	struct rw_ib_req *free_reqs;
 	/* send side */
-	struct rw_ib_cts *fifo;          /* [RW_IB_FIFO_SLOTS][RW_NET_MAX_RECVS] */
+	struct rw_ib_cts *fifo; /* [RW_IB_FIFO_SLOTS][RW_NET_MAX_RECVS] */
 	struct ibv_mr *fifo_mr;
-	uint32_t cts_seq;                /* the CTS slot expected next */
-	uint8_t slot_used;               /* entries of that slot taken */
+	uint32_t cts_seq;		      /* the CTS slot expected next */
+	uint8_t slot_used;		      /* entries of that slot taken */
 	struct rw_ib_req *sendq, *sendq_tail; /* sends not yet matched */
 	/* receive side */
-	struct rw_ib_cts *stage;         /* CTS entries, as written to the peer */
+	struct rw_ib_cts *stage; /* CTS entries, as written to the peer */
 	struct ibv_mr *stage_mr;
 	uint64_t rfifo_addr;
 	uint32_t rfifo_rkey;
-	uint32_t recv_seq;               /* the last receive's sequence number */
-	int nrecvs;                      /* receive requests in flight */
+	uint32_t recv_seq; /* the last receive's sequence number */
+	int nrecvs;	   /* receive requests in flight */
 	struct rw_ib_req *rreqs[RW_IB_FIFO_SLOTS];
-	struct ibv_qp *flush_qp;         /* GPUDirect receives: loopback READs */
+	struct ibv_qp *flush_qp; /* GPUDirect receives: loopback READs */
 	struct ibv_mr *flush_mr;
 	uint64_t flush_buf;
 };
@@ -377,9 +376,9 @@ struct rw_ib_reg {
 struct rw_ib_mr {
 	struct rw_net_mr base;
 	uint32_t magic;
-	struct rw_ib_link link;          /* comm->mrs */
-	struct rw_ib_reg *reg;           /* NULL for dma-buf registrations */
-	struct ibv_mr *own;              /* dma-buf: this handle's own MR */
+	struct rw_ib_link link; /* comm->mrs */
+	struct rw_ib_reg *reg;	/* NULL for dma-buf registrations */
+	struct ibv_mr *own;	/* dma-buf: this handle's own MR */
 	int type;
 	uint32_t lkey, rkey;
 };
@@ -437,10 +436,10 @@ struct ibv_mr *rw_ib_reg_internal(struct rw_ib_dev *d, void *buf, size_t len, in
 void rw_ib_hca_regs_free(struct rw_ib_hca *h);
 
 /* ib_data.c */
-int rw_ib_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
-		struct rw_net_mr *mr, struct rw_net_req **req);
-int rw_ib_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes,
-		const int *tags, struct rw_net_mr **mrs, struct rw_net_req **req);
+int rw_ib_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
+		struct rw_net_req **req);
+int rw_ib_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
+		struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_ib_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
 		 struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_ib_test(struct rw_net_req *req, int *done, size_t *sizes);

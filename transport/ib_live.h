@@ -8,9 +8,9 @@ enum rw_ib_live_kind {
 	RW_IB_LIVE_LISTENERS, /* open listeners */
 	RW_IB_LIVE_COMMS,     /* comms, connecting or open */
 	RW_IB_LIVE_REQS,      /* requests handed out and not yet completed */
-	RW_IB_LIVE_MRS,       /* rw_net_mr handles */
+	RW_IB_LIVE_MRS,	      /* rw_net_mr handles */
 	RW_IB_LIVE_REGS,      /* verbs memory registrations (the cache's) */
-	RW_IB_LIVE_QPS,       /* queue pairs */
+	RW_IB_LIVE_QPS,	      /* queue pairs */
 	RW_IB_LIVE_THREADS,   /* async-event threads */
 	RW_IB_LIVE_COUNT
 };

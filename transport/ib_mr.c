@@ -58,8 +58,8 @@ struct rw_ib_mr *rw_ib_mr_of(struct rw_ib_comm *c, struct rw_net_mr *mr)
 
 /* ibv_reg_mr with the HCA's access flags (relaxed ordering when the
  * library can pass it).  NULL with errno set. */
-static struct ibv_mr *reg_verbs(struct rw_ib_net *net, struct rw_ib_hca *h, void *addr,
-				size_t len, int access)
+static struct ibv_mr *reg_verbs(struct rw_ib_net *net, struct rw_ib_hca *h, void *addr, size_t len,
+				int access)
 {
 	if (net->v.reg_mr_iova2)
 		return net->v.reg_mr_iova2(h->pd, addr, len, (uintptr_t)addr, (unsigned int)access);
@@ -73,14 +73,14 @@ struct ibv_mr *rw_ib_reg_internal(struct rw_ib_dev *d, void *buf, size_t len, in
 	struct ibv_mr *mr = net->v.reg_mr(d->hca->pd, buf, len, access);
 
 	if (!mr)
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_reg_mr(%s, %zu bytes) failed: %s", d->name, what,
-			len, strerror(errno));
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_reg_mr(%s, %zu bytes) failed: %s", d->name,
+			what, len, strerror(errno));
 	return mr;
 }
 
 /* Called with h->reg_lock held: a cache entry covering [start, end). */
-static int cache_get(struct rw_ib_net *net, struct rw_ib_hca *h, uintptr_t start,
-		     uintptr_t end, int type, struct rw_ib_reg **out)
+static int cache_get(struct rw_ib_net *net, struct rw_ib_hca *h, uintptr_t start, uintptr_t end,
+		     int type, struct rw_ib_reg **out)
 {
 	struct rw_ib_reg *r;
 	int pos = 0;
@@ -200,8 +200,9 @@ static int reg_cuda_dmabuf(struct rw_ib_comm *c, void *data, size_t size, struct
 				     h->access);
 	rc = mr ? 0 : errno ? -errno : -EIO;
 	if (!mr)
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_reg_dmabuf_mr(%p, %zu bytes, fd %d) failed: %s",
-			h->name, data, size, fd, strerror(-rc));
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: ibv_reg_dmabuf_mr(%p, %zu bytes, fd %d) failed: %s", h->name,
+			data, size, fd, strerror(-rc));
 	close(fd);
 	if (mr)
 		*out = mr;
@@ -224,8 +225,10 @@ int rw_ib_reg_mr(struct rw_net_comm *base, void *data, size_t size, int type,
 		return -EINVAL;
 	h = c->dev->hca;
 	if (type == RW_PTR_CUDA && h->gdr == RW_IB_GDR_OFF) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: cannot register device memory %p: GPUDirect RDMA "
-			"is off (ptrSupport says host memory only)", h->name, data);
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: cannot register device memory %p: GPUDirect RDMA "
+			"is off (ptrSupport says host memory only)",
+			h->name, data);
 		return -ENOTSUP;
 	}
 	if (type == RW_PTR_CUDA && h->gdr == RW_IB_GDR_DMABUF) {
@@ -266,16 +269,19 @@ int rw_ib_reg_mr_dmabuf(struct rw_net_comm *base, void *data, size_t size, int t
 		return -EINVAL;
 	h = c->dev->hca;
 	if (!c->net->v.reg_dmabuf_mr) {
-		RW_WARN_ONCE(RW_LOG_NET, "NET/IB: %s has no ibv_reg_dmabuf_mr: regMrDmaBuf is not "
-			     "supported", c->net->v.path);
+		RW_WARN_ONCE(RW_LOG_NET,
+			     "NET/IB: %s has no ibv_reg_dmabuf_mr: regMrDmaBuf is not "
+			     "supported",
+			     c->net->v.path);
 		return -ENOTSUP;
 	}
 	mr = c->net->v.reg_dmabuf_mr(h->pd, offset, size, (uintptr_t)data, fd, h->access);
 	if (!mr) {
 		rc = errno ? -errno : -EIO;
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_reg_dmabuf_mr(%p, %zu bytes, fd %d, offset "
-			"%llu) failed: %s", h->name, data, size, fd, (unsigned long long)offset,
-			strerror(-rc));
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: ibv_reg_dmabuf_mr(%p, %zu bytes, fd %d, offset "
+			"%llu) failed: %s",
+			h->name, data, size, fd, (unsigned long long)offset, strerror(-rc));
 		return rc;
 	}
 	rc = handle_new(c, type, NULL, mr, out);

@@ -72,16 +72,17 @@ static int boot_addr(struct rw_ib_net *net, char *why, size_t len)
 		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
 			continue;
 		snprintf(in[nin].name, sizeof(in[nin].name), "%s", i->ifa_name);
-		memcpy(&in[nin].addr, i->ifa_addr, i->ifa_addr->sa_family == AF_INET
-							   ? sizeof(struct sockaddr_in)
-							   : sizeof(struct sockaddr_in6));
+		memcpy(&in[nin].addr, i->ifa_addr,
+		       i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6));
 		nin++;
 	}
 	freeifaddrs(ifa);
 	rw_sock_if_select(cfg->socket_ifname, cfg->socket_family, in, nin, &out, 1, &nout, NULL);
 	free(in);
 	if (nout == 0) {
-		snprintf(why, len, "no interface for the connection set-up (RINGWAY_SOCKET_IFNAME='%s')",
+		snprintf(why, len,
+			 "no interface for the connection set-up (RINGWAY_SOCKET_IFNAME='%s')",
 			 cfg->socket_ifname);
 		return -ENODEV;
 	}
@@ -157,8 +158,7 @@ static const struct rw_net_ops ib_ops = {
 	.destroy = ib_destroy,
 };
 
-int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why,
-		     size_t why_len)
+int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why, size_t why_len)
 {
 	struct rw_ib_net *net;
 	char buf[768] = "";
@@ -197,7 +197,8 @@ int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why
 	RW_INFO(RW_LOG_INIT | RW_LOG_NET,
 		"NET/IB: %d device(s) from %s, %d QP(s) per connection, timeout %u "
 		"(%.0f ms per try), retry count %u, traffic class %u, service level %u, "
-		"set-up over %s", net->ndev, net->v.path, net->nqps, net->ib_timeout,
+		"set-up over %s",
+		net->ndev, net->v.path, net->nqps, net->ib_timeout,
 		4.096e-3 * (double)(1u << net->ib_timeout), net->retry_cnt, net->tc, net->sl,
 		net->boot_str);
 	*out = &net->base;

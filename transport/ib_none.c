@@ -7,12 +7,12 @@
 
 #include "common/rw_log.h"
 
-int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why,
-		     size_t why_len)
+int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why, size_t why_len)
 {
 	(void)cfg, (void)out;
 	if (why && why_len)
-		snprintf(why, why_len, "ringway was built without the libibverbs headers "
+		snprintf(why, why_len,
+			 "ringway was built without the libibverbs headers "
 			 "(RINGWAY_WITH_VERBS; apt-get install libibverbs-dev)");
 	return -ENOTSUP;
 }

@@ -37,11 +37,11 @@
 
 #include "transport/rw_net.h"
 
-#define RW_IB_MAGIC 0x42495752u  /* "RWIB" as a little-endian word */
+#define RW_IB_MAGIC   0x42495752u /* "RWIB" as a little-endian word */
 #define RW_IB_VERSION 1
-#define RW_IB_READY 0x52         /* the sender's last set-up byte */
+#define RW_IB_READY   0x52 /* the sender's last set-up byte */
 
-#define RW_IB_MAX_QPS 16         /* RINGWAY_IB_QPS_PER_CONN upper bound */
+#define RW_IB_MAX_QPS 16 /* RINGWAY_IB_QPS_PER_CONN upper bound */
 /* CTS slots: one per receive request the receiver may have in flight. */
 #define RW_IB_FIFO_SLOTS (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS)
 
@@ -50,14 +50,14 @@
 /** Where the listener's TCP set-up port is.  Fits the auto transport's
  *  56-byte slot (transport/net_auto_proto.h). */
 struct rw_ib_handle {
-	uint32_t magic;    /*  0: RW_IB_MAGIC */
+	uint32_t magic;	   /*  0: RW_IB_MAGIC */
 	uint8_t version;   /*  4: RW_IB_VERSION */
-	uint8_t family;    /*  5: 4 or 6 */
-	uint16_t port;     /*  6: TCP port, network order */
+	uint8_t family;	   /*  5: 4 or 6 */
+	uint16_t port;	   /*  6: TCP port, network order */
 	uint8_t addr[16];  /*  8: IPv4 in the first 4 bytes, or IPv6 */
 	uint32_t scope_id; /* 24: IPv6 link-local scope */
-	uint32_t rsvd;     /* 28 */
-	uint64_t nonce;    /* 32: names this listener; echoed by connect */
+	uint32_t rsvd;	   /* 28 */
+	uint64_t nonce;	   /* 32: names this listener; echoed by connect */
 };
 static_assert(sizeof(struct rw_ib_handle) == 40, "ib handle layout");
 static_assert(sizeof(struct rw_ib_handle) <= 56, "fits the auto handle's slot");
@@ -66,20 +66,20 @@ static_assert(sizeof(struct rw_ib_handle) <= RW_NET_HANDLE_MAXSIZE, "NCCL handle
 /* --- the connection record (both directions, fixed size) ------------------ */
 
 struct rw_ib_conn_info {
-	uint32_t magic;        /*   0: RW_IB_MAGIC */
-	uint8_t version;       /*   4: RW_IB_VERSION */
-	uint8_t link_layer;    /*   5: IBV_LINK_LAYER_INFINIBAND / _ETHERNET */
-	uint8_t nqps;          /*   6: QPs of the connection (the sender's choice) */
-	uint8_t mtu;           /*   7: active MTU (enum ibv_mtu) */
-	uint64_t nonce;        /*   8: the listener's nonce (sender), echoed back */
-	uint8_t gid[16];       /*  16: the GID this side's QPs use */
-	uint16_t lid;          /*  32: port LID (InfiniBand) */
-	uint16_t rsvd0;        /*  34 */
-	uint32_t psn;          /*  36: first packet sequence number */
+	uint32_t magic;		     /*   0: RW_IB_MAGIC */
+	uint8_t version;	     /*   4: RW_IB_VERSION */
+	uint8_t link_layer;	     /*   5: IBV_LINK_LAYER_INFINIBAND / _ETHERNET */
+	uint8_t nqps;		     /*   6: QPs of the connection (the sender's choice) */
+	uint8_t mtu;		     /*   7: active MTU (enum ibv_mtu) */
+	uint64_t nonce;		     /*   8: the listener's nonce (sender), echoed back */
+	uint8_t gid[16];	     /*  16: the GID this side's QPs use */
+	uint16_t lid;		     /*  32: port LID (InfiniBand) */
+	uint16_t rsvd0;		     /*  34 */
+	uint32_t psn;		     /*  36: first packet sequence number */
 	uint32_t qpn[RW_IB_MAX_QPS]; /* 40 */
-	uint64_t fifo_addr;    /* 104: sender: its CTS FIFO; receiver: 0 */
-	uint32_t fifo_rkey;    /* 112 */
-	uint32_t rsvd1;        /* 116 */
+	uint64_t fifo_addr;	     /* 104: sender: its CTS FIFO; receiver: 0 */
+	uint32_t fifo_rkey;	     /* 112 */
+	uint32_t rsvd1;		     /* 116 */
 };
 static_assert(sizeof(struct rw_ib_conn_info) == 120, "connection record layout");
 static_assert(offsetof(struct rw_ib_conn_info, fifo_addr) == 104, "connection record");
@@ -94,16 +94,16 @@ static_assert(offsetof(struct rw_ib_conn_info, fifo_addr) == 104, "connection re
  * (the NIC may place a write in any order) is read again later.
  */
 struct rw_ib_cts {
-	uint64_t addr;     /*  0: receive buffer (its MR's iova space) */
-	uint64_t size;     /*  8: its size, an upper bound */
-	uint32_t rkey;     /* 16 */
-	int32_t tag;       /* 20 */
-	uint8_t nreqs;     /* 24: entries in this request (1..RW_NET_MAX_RECVS) */
-	uint8_t idx;       /* 25: this entry's index */
-	uint16_t rsvd;     /* 26 */
-	uint32_t seq;      /* 28: request sequence number (low 32 bits, never 0) */
-	uint32_t check;    /* 32: rw_ib_cts_check() of the above */
-	uint8_t pad[28];   /* 36 */
+	uint64_t addr;	 /*  0: receive buffer (its MR's iova space) */
+	uint64_t size;	 /*  8: its size, an upper bound */
+	uint32_t rkey;	 /* 16 */
+	int32_t tag;	 /* 20 */
+	uint8_t nreqs;	 /* 24: entries in this request (1..RW_NET_MAX_RECVS) */
+	uint8_t idx;	 /* 25: this entry's index */
+	uint16_t rsvd;	 /* 26 */
+	uint32_t seq;	 /* 28: request sequence number (low 32 bits, never 0) */
+	uint32_t check;	 /* 32: rw_ib_cts_check() of the above */
+	uint8_t pad[28]; /* 36 */
 };
 static_assert(sizeof(struct rw_ib_cts) == 64, "CTS entry: one cache line");
 
@@ -130,9 +130,9 @@ static inline uint32_t rw_ib_cts_check(const struct rw_ib_cts *c)
  *   bits  8..31  request sequence number, low 24 bits
  * Carried in network byte order in the work request and completion.
  */
-#define RW_IB_IMM_ERR_TAG 0u
+#define RW_IB_IMM_ERR_TAG  0u
 #define RW_IB_IMM_ERR_SIZE 31u
-#define RW_IB_MAX_PIECES 30u
+#define RW_IB_MAX_PIECES   30u
 
 static_assert(RW_NET_MAX_RECVS <= 8, "3 bits of entry index");
 static_assert(RW_IB_FIFO_SLOTS < (1u << 24), "sequence numbers stay unambiguous");

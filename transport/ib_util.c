@@ -20,7 +20,7 @@
 
 int rw_ib_spec_parse(const char *s, struct rw_ib_spec *out)
 {
-	struct rw_ib_spec sp = { .n = 0 };
+	struct rw_ib_spec sp = {.n = 0};
 
 	if (!s)
 		s = "";
@@ -102,7 +102,7 @@ static bool gid_zero(const uint8_t *g)
 
 static bool gid_v4mapped(const uint8_t *g)
 {
-	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	return memcmp(g, prefix, sizeof(prefix)) == 0;
 }
@@ -152,24 +152,54 @@ int rw_ib_speed_mbps(unsigned int active_speed, unsigned int active_width)
 	int lane, lanes;
 
 	switch (active_speed) {
-	case 1: lane = 2500; break;     /* SDR */
-	case 2: lane = 5000; break;     /* DDR */
-	case 4: lane = 10000; break;    /* QDR */
-	case 8: lane = 10000; break;    /* FDR10 */
-	case 16: lane = 14000; break;   /* FDR */
-	case 32: lane = 25000; break;   /* EDR */
-	case 64: lane = 50000; break;   /* HDR */
-	case 128: lane = 100000; break; /* NDR */
-	case 256: lane = 200000; break; /* XDR */
-	default: return 0;
+	case 1:
+		lane = 2500;
+		break; /* SDR */
+	case 2:
+		lane = 5000;
+		break; /* DDR */
+	case 4:
+		lane = 10000;
+		break; /* QDR */
+	case 8:
+		lane = 10000;
+		break; /* FDR10 */
+	case 16:
+		lane = 14000;
+		break; /* FDR */
+	case 32:
+		lane = 25000;
+		break; /* EDR */
+	case 64:
+		lane = 50000;
+		break; /* HDR */
+	case 128:
+		lane = 100000;
+		break; /* NDR */
+	case 256:
+		lane = 200000;
+		break; /* XDR */
+	default:
+		return 0;
 	}
 	switch (active_width) {
-	case 1: lanes = 1; break;
-	case 2: lanes = 4; break;
-	case 4: lanes = 8; break;
-	case 8: lanes = 12; break;
-	case 16: lanes = 2; break;
-	default: return 0;
+	case 1:
+		lanes = 1;
+		break;
+	case 2:
+		lanes = 4;
+		break;
+	case 4:
+		lanes = 8;
+		break;
+	case 8:
+		lanes = 12;
+		break;
+	case 16:
+		lanes = 2;
+		break;
+	default:
+		return 0;
 	}
 	return lane * lanes;
 }

@@ -19,8 +19,14 @@ struct sym {
 	bool required;
 };
 
-#define REQ(f, name) { name, "IBVERBS_1.1", offsetof(struct rw_ibv, f), true }
-#define OPT(f, name, ver) { name, ver, offsetof(struct rw_ibv, f), false }
+#define REQ(f, name)                                                                               \
+	{                                                                                          \
+		name, "IBVERBS_1.1", offsetof(struct rw_ibv, f), true                              \
+	}
+#define OPT(f, name, ver)                                                                          \
+	{                                                                                          \
+		name, ver, offsetof(struct rw_ibv, f), false                                       \
+	}
 
 static const struct sym syms[] = {
 	REQ(get_device_list, "ibv_get_device_list"),
@@ -103,19 +109,19 @@ int rw_ibv_status_errno(enum ibv_wc_status status)
 	switch (status) {
 	case IBV_WC_SUCCESS:
 		return 0;
-	case IBV_WC_RETRY_EXC_ERR:     /* no ACK: the peer or the path is gone */
+	case IBV_WC_RETRY_EXC_ERR: /* no ACK: the peer or the path is gone */
 	case IBV_WC_RNR_RETRY_EXC_ERR:
 	case IBV_WC_RESP_TIMEOUT_ERR:
 		return -ETIMEDOUT;
-	case IBV_WC_REM_ACCESS_ERR:    /* the peer refused our key or range */
+	case IBV_WC_REM_ACCESS_ERR: /* the peer refused our key or range */
 	case IBV_WC_REM_INV_REQ_ERR:
 	case IBV_WC_REM_OP_ERR:
 	case IBV_WC_BAD_RESP_ERR:
 		return -EPROTO;
-	case IBV_WC_WR_FLUSH_ERR:      /* the QP failed earlier */
+	case IBV_WC_WR_FLUSH_ERR: /* the QP failed earlier */
 	case IBV_WC_REM_ABORT_ERR:
 		return -ECONNRESET;
-	default:                       /* local protection, length, fatal */
+	default: /* local protection, length, fatal */
 		return -EIO;
 	}
 }
@@ -123,11 +129,17 @@ int rw_ibv_status_errno(enum ibv_wc_status status)
 const char *rw_ibv_mtu_str(enum ibv_mtu mtu)
 {
 	switch (mtu) {
-	case IBV_MTU_256: return "256";
-	case IBV_MTU_512: return "512";
-	case IBV_MTU_1024: return "1024";
-	case IBV_MTU_2048: return "2048";
-	case IBV_MTU_4096: return "4096";
-	default: return "?";
+	case IBV_MTU_256:
+		return "256";
+	case IBV_MTU_512:
+		return "512";
+	case IBV_MTU_1024:
+		return "1024";
+	case IBV_MTU_2048:
+		return "2048";
+	case IBV_MTU_4096:
+		return "4096";
+	default:
+		return "?";
 	}
 }

@@ -64,7 +64,9 @@ static void hca_spec_parse_and_match(void **state)
 	assert_int_equal(rw_ib_spec_parse(":1", &sp), -EINVAL);
 	assert_int_equal(rw_ib_spec_parse("mlx5_0:0", &sp), -EINVAL);
 	assert_int_equal(rw_ib_spec_parse("a_name_that_is_far_too_long_to_be_an_rdma_device_name_"
-					  "of_any_kind_xx", &sp), -EINVAL);
+					  "of_any_kind_xx",
+					  &sp),
+			 -EINVAL);
 	{
 		char many[256] = "";
 
@@ -77,7 +79,7 @@ static void hca_spec_parse_and_match(void **state)
 
 static struct rw_ib_gid gid(const char *text, enum rw_ib_gid_type type)
 {
-	struct rw_ib_gid g = { .type = type };
+	struct rw_ib_gid g = {.type = type};
 
 	assert_int_equal(inet_pton(AF_INET6, text, g.raw), 1);
 	return g;
@@ -100,13 +102,13 @@ static void gid_choice(void **state)
 	};
 
 	(void)state;
-	assert_int_equal(rw_ib_gid_pick(roce, 6, true), 3);  /* v2, IPv4-mapped */
-	assert_int_equal(rw_ib_gid_pick(roce, 3, true), 2);  /* v1, IPv4-mapped */
-	roce[3] = gid("::", RW_IB_GID_ROCE_V2);               /* an empty entry */
-	assert_int_equal(rw_ib_gid_pick(roce, 6, true), 5);  /* v2, global IPv6 */
-	assert_int_equal(rw_ib_gid_pick(roce, 2, true), 1);  /* v2 link-local over v1 */
+	assert_int_equal(rw_ib_gid_pick(roce, 6, true), 3); /* v2, IPv4-mapped */
+	assert_int_equal(rw_ib_gid_pick(roce, 3, true), 2); /* v1, IPv4-mapped */
+	roce[3] = gid("::", RW_IB_GID_ROCE_V2);		    /* an empty entry */
+	assert_int_equal(rw_ib_gid_pick(roce, 6, true), 5); /* v2, global IPv6 */
+	assert_int_equal(rw_ib_gid_pick(roce, 2, true), 1); /* v2 link-local over v1 */
 	assert_int_equal(rw_ib_gid_pick(&roce[3], 1, true), -1);
-	assert_int_equal(rw_ib_gid_pick(ib, 2, false), 1);   /* first non-zero */
+	assert_int_equal(rw_ib_gid_pick(ib, 2, false), 1); /* first non-zero */
 	assert_int_equal(rw_ib_gid_pick(ib, 1, false), -1);
 }
 
@@ -123,8 +125,13 @@ static void speeds(void **state)
 
 static void immediates_and_cts(void **state)
 {
-	struct rw_ib_cts a = { .addr = 0x7f0012345000, .size = 4096, .rkey = 0x1234,
-			       .tag = 7, .nreqs = 3, .idx = 2, .seq = 0x1000001 };
+	struct rw_ib_cts a = {.addr = 0x7f0012345000,
+			      .size = 4096,
+			      .rkey = 0x1234,
+			      .tag = 7,
+			      .nreqs = 3,
+			      .idx = 2,
+			      .seq = 0x1000001};
 	uint32_t imm = rw_ib_imm(0x12345678, 5, 17);
 	uint32_t c0;
 
@@ -156,9 +163,12 @@ static void immediates_and_cts(void **state)
 
 static void handles(void **state)
 {
-	struct rw_ib_handle h = { .magic = RW_IB_MAGIC, .version = RW_IB_VERSION, .family = 4,
-				  .port = htons(4711), .addr = { 127, 0, 0, 1 } };
-	unsigned char buf[RW_NET_HANDLE_MAXSIZE] = { 0 };
+	struct rw_ib_handle h = {.magic = RW_IB_MAGIC,
+				 .version = RW_IB_VERSION,
+				 .family = 4,
+				 .port = htons(4711),
+				 .addr = {127, 0, 0, 1}};
+	unsigned char buf[RW_NET_HANDLE_MAXSIZE] = {0};
 	struct sockaddr_storage ss;
 	const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
 	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;

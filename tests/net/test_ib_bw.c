@@ -84,7 +84,8 @@ static int receiver(struct rw_net *net, int fd, size_t size, int count, int wind
 			if (i >= count) {
 				pattern(want, size, (unsigned int)(i - window));
 				if (memcmp(want, data, size))
-					return fail("receiver", "the data arrived corrupted", -EPROTO);
+					return fail("receiver", "the data arrived corrupted",
+						    -EPROTO);
 			}
 		}
 		if (i >= count)
@@ -145,9 +146,9 @@ static int sender(struct rw_net *net, int fd, size_t size, int count, int window
 	sec = (double)(t1 - t0) / 1e9;
 	rw_net_get_properties(net, 0, &p);
 	printf("ib on %s, %zu-byte messages x %d, %d in flight, %lld QP(s): %.2f GB/s "
-	       "(%.1f Gb/s), %.0f messages/s\n", p.name, size, count, window,
-	       (long long)net->cfg.ib_qps_per_conn, (double)size * count / sec / 1e9,
-	       (double)size * count * 8 / sec / 1e9, count / sec);
+	       "(%.1f Gb/s), %.0f messages/s\n",
+	       p.name, size, count, window, (long long)net->cfg.ib_qps_per_conn,
+	       (double)size * count / sec / 1e9, (double)size * count * 8 / sec / 1e9, count / sec);
 	rw_net_dereg_mr(s, mr);
 	rw_net_close_send(s);
 	free(buf);

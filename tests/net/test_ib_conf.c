@@ -14,16 +14,22 @@
 #include "net/net_conformance.h"
 #include "transport/ib.h"
 
-#define COMMON                                                          \
-	"RINGWAY_SOCKET_IFNAME", "=lo", "RINGWAY_SOCKET_FAMILY", "ipv4", \
-	"RINGWAY_TIMEOUT_MS", "2000"
+#define COMMON                                                                                     \
+	"RINGWAY_SOCKET_IFNAME", "=lo", "RINGWAY_SOCKET_FAMILY", "ipv4", "RINGWAY_TIMEOUT_MS",     \
+		"2000"
 
 static const char *const env_roce[] = {
-	COMMON, "RINGWAY_IB_HCA", "=sv_roce0", NULL,
+	COMMON,
+	"RINGWAY_IB_HCA",
+	"=sv_roce0",
+	NULL,
 };
 
 static const char *const env_ib[] = {
-	COMMON, "RINGWAY_IB_HCA", "=sv_ib0", NULL,
+	COMMON,
+	"RINGWAY_IB_HCA",
+	"=sv_ib0",
+	NULL,
 };
 
 static const char *const env_multi[] = {

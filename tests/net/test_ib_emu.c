@@ -23,9 +23,9 @@
 #include "common/rw_common.h"
 #include "transport/ib.h"
 
-#define WAIT_MS 10000
+#define WAIT_MS	   10000
 #define TIMEOUT_MS 3000
-#define MIB (1024 * 1024)
+#define MIB	   (1024 * 1024)
 
 static const char *root; /* the fake machine's "/" (sv_run) */
 
@@ -46,7 +46,7 @@ static void config(struct rw_config *cfg, const char *const *extra)
 	char timeout[16];
 	const char *pairs[48] = {
 		"RINGWAY_SOCKET_IFNAME", "=lo", "RINGWAY_SOCKET_FAMILY", "ipv4",
-		"RINGWAY_SYSFS_ROOT", root, "RINGWAY_TIMEOUT_MS", timeout,
+		"RINGWAY_SYSFS_ROOT",	 root,	"RINGWAY_TIMEOUT_MS",	 timeout,
 	};
 	int n = 8;
 
@@ -82,7 +82,7 @@ static struct rw_net *net_new(const char *const *extra, const char *faults)
 	return n;
 }
 
-static const char *const roce[] = { "RINGWAY_IB_HCA", "=sv_roce0", NULL };
+static const char *const roce[] = {"RINGWAY_IB_HCA", "=sv_roce0", NULL};
 
 /* A connection from tx (sending) to rx (receiving), both on device 0. */
 static int pair_open(struct rw_net *tx, struct rw_net *rx, struct pair *p)
@@ -205,10 +205,10 @@ static int teardown(void **state)
 
 static void devices_gids_and_properties(void **state)
 {
-	static const char *const gid1[] = { "RINGWAY_IB_HCA", "=sv_roce0",
-					    "RINGWAY_IB_GID_INDEX", "1", NULL };
-	static const char *const gid9[] = { "RINGWAY_IB_HCA", "=sv_roce0",
-					    "RINGWAY_IB_GID_INDEX", "9", NULL };
+	static const char *const gid1[] = {"RINGWAY_IB_HCA", "=sv_roce0", "RINGWAY_IB_GID_INDEX",
+					   "1", NULL};
+	static const char *const gid9[] = {"RINGWAY_IB_HCA", "=sv_roce0", "RINGWAY_IB_GID_INDEX",
+					   "9", NULL};
 	struct rw_net *net = net_new(NULL, NULL), *n2;
 	struct rw_net_props p;
 	struct pair pr;
@@ -234,8 +234,8 @@ static void devices_gids_and_properties(void **state)
 	assert_int_equal(p.vdev_devs[0], 1);
 	assert_int_equal(rw_net_get_properties(net, 2, &p), -EINVAL);
 	/* the automatic GID: RoCE v2 with the IPv4-mapped address */
-	assert_int_equal(rw_test_log_count("sv_roce0 port 1: RoCE, GID 3 ::ffff:10.11.0.1 (RoCE v2)"),
-			 1);
+	assert_int_equal(
+		rw_test_log_count("sv_roce0 port 1: RoCE, GID 3 ::ffff:10.11.0.1 (RoCE v2)"), 1);
 	assert_int_equal(rw_test_log_count("sv_ib0 port 1: InfiniBand, GID 0"), 1);
 	assert_int_equal(rw_test_log_count("GPUDirect RDMA off"), 2);
 	/* InfiniBand by LID, RoCE by GID: both carry messages */
@@ -247,7 +247,8 @@ static void devices_gids_and_properties(void **state)
 	/* RINGWAY_IB_GID_INDEX: the link-local RoCE v2 GID */
 	n2 = net_new(gid1, NULL);
 	assert_int_equal(rw_test_log_count("GID 1 fe80::202:c9ff:feab:1 (RoCE v2) set by "
-					   "RINGWAY_IB_GID_INDEX"), 1);
+					   "RINGWAY_IB_GID_INDEX"),
+			 1);
 	assert_int_equal(pair_open(n2, n2, &pr), 0);
 	one_message(&pr, 5000);
 	pair_close(&pr);
@@ -262,14 +263,14 @@ static void filter_and_why_ib_is_unusable(void **state)
 		const char *var, *value, *why;
 		int rc;
 	} cases[] = {
-		{ "RINGWAY_IB_HCA", "sv_down0", "no usable port: sv_down0 port 1 is DOWN", -ENODEV },
-		{ "RINGWAY_IB_HCA", "mlx5", "no device matches RINGWAY_IB_HCA='mlx5'", -ENODEV },
-		{ "RINGWAY_IB_HCA", "sv_roce0:2", "no device matches", -ENODEV },
-		{ "RINGWAY_IB_HCA", "sv_roce0:x", "does not parse", -EINVAL },
-		{ "RINGWAY_IBVERBS_LIB", "/nonexistent/libibverbs.so.1", "cannot load", -ENOENT },
-		{ "RINGWAY_IBVERBS_LIB", "libc.so.6", "no ibv_get_device_list@IBVERBS_1.1", -ENOSYS },
+		{"RINGWAY_IB_HCA", "sv_down0", "no usable port: sv_down0 port 1 is DOWN", -ENODEV},
+		{"RINGWAY_IB_HCA", "mlx5", "no device matches RINGWAY_IB_HCA='mlx5'", -ENODEV},
+		{"RINGWAY_IB_HCA", "sv_roce0:2", "no device matches", -ENODEV},
+		{"RINGWAY_IB_HCA", "sv_roce0:x", "does not parse", -EINVAL},
+		{"RINGWAY_IBVERBS_LIB", "/nonexistent/libibverbs.so.1", "cannot load", -ENOENT},
+		{"RINGWAY_IBVERBS_LIB", "libc.so.6", "no ibv_get_device_list@IBVERBS_1.1", -ENOSYS},
 	};
-	static const char *const excl[] = { "RINGWAY_IB_HCA", "^sv_roce", NULL };
+	static const char *const excl[] = {"RINGWAY_IB_HCA", "^sv_roce", NULL};
 	struct rw_net *net = NULL;
 	struct rw_net_props p;
 	char why[512];
@@ -288,7 +289,7 @@ static void filter_and_why_ib_is_unusable(void **state)
 	rw_net_destroy(net);
 
 	for (size_t i = 0; i < RW_ARRAY_SIZE(cases); i++) {
-		const char *extra[] = { cases[i].var, cases[i].value, NULL };
+		const char *extra[] = {cases[i].var, cases[i].value, NULL};
 
 		why[0] = '\0';
 		net = NULL;
@@ -308,14 +309,14 @@ static void filter_and_why_ib_is_unusable(void **state)
  * why; ib makes the same reason a hard error. */
 static void transport_choice(void **state)
 {
-	static const char *const down_auto[] = { "RINGWAY_IB_HCA", "sv_down0",
-						 "RINGWAY_TRANSPORT", "auto", NULL };
-	static const char *const down_ib[] = { "RINGWAY_IB_HCA", "sv_down0",
-					       "RINGWAY_TRANSPORT", "ib", NULL };
-	static const char *const ok_auto[] = { "RINGWAY_IB_HCA", "=sv_roce0",
-					       "RINGWAY_TRANSPORT", "auto", NULL };
-	static const char *const ok_ib[] = { "RINGWAY_IB_HCA", "=sv_roce0",
-					     "RINGWAY_TRANSPORT", "ib", NULL };
+	static const char *const down_auto[] = {"RINGWAY_IB_HCA", "sv_down0", "RINGWAY_TRANSPORT",
+						"auto", NULL};
+	static const char *const down_ib[] = {"RINGWAY_IB_HCA", "sv_down0", "RINGWAY_TRANSPORT",
+					      "ib", NULL};
+	static const char *const ok_auto[] = {"RINGWAY_IB_HCA", "=sv_roce0", "RINGWAY_TRANSPORT",
+					      "auto", NULL};
+	static const char *const ok_ib[] = {"RINGWAY_IB_HCA", "=sv_roce0", "RINGWAY_TRANSPORT",
+					    "ib", NULL};
 	struct rw_config cfg;
 	struct rw_net *net = NULL;
 	struct rw_net_props p;
@@ -324,7 +325,8 @@ static void transport_choice(void **state)
 	config(&cfg, down_auto);
 	assert_int_equal(rw_net_create(&cfg, &net), 0);
 	assert_int_equal(rw_test_log_count("auto: ib not usable (no usable port: sv_down0 port 1 "
-					   "is DOWN); socket for peers on other hosts"), 1);
+					   "is DOWN); socket for peers on other hosts"),
+			 1);
 	assert_int_equal(rw_net_get_properties(net, 0, &p), 0);
 	assert_null(strstr(p.name, "sv_"));
 	rw_net_destroy(net);
@@ -335,7 +337,8 @@ static void transport_choice(void **state)
 	assert_int_equal(rw_net_create(&cfg, &net), -ENODEV);
 	assert_null(net);
 	assert_int_equal(rw_test_log_count("the ib transport is unusable: no usable port: sv_down0 "
-					   "port 1 is DOWN"), 1);
+					   "port 1 is DOWN"),
+			 1);
 
 	config(&cfg, ok_ib);
 	assert_int_equal(rw_net_create(&cfg, &net), 0);
@@ -355,9 +358,9 @@ static void transport_choice(void **state)
  * front: nothing may rely on placement order inside one write. */
 static void split_over_qps_any_placement(void **state)
 {
-	static const char *const four[] = { "RINGWAY_IB_HCA", "=sv_roce0",
-					    "RINGWAY_IB_QPS_PER_CONN", "4", NULL };
-	static const size_t sizes[] = { 0, 1, 4096, 65535, 65536, 100003, MIB, 3 * MIB + 17 };
+	static const char *const four[] = {"RINGWAY_IB_HCA", "=sv_roce0", "RINGWAY_IB_QPS_PER_CONN",
+					   "4", NULL};
+	static const size_t sizes[] = {0, 1, 4096, 65535, 65536, 100003, MIB, 3 * MIB + 17};
 	struct rw_net *tx = net_new(four, "placement=reverse");
 	struct rw_net *rx = net_new(four, "placement=reverse");
 	struct pair pr;
@@ -627,7 +630,7 @@ static void registration_cache(void **state)
 
 static void link_layers_must_match(void **state)
 {
-	static const char *const ib[] = { "RINGWAY_IB_HCA", "=sv_ib0", NULL };
+	static const char *const ib[] = {"RINGWAY_IB_HCA", "=sv_ib0", NULL};
 	struct rw_net *tx = net_new(ib, NULL), *rx = net_new(roce, NULL);
 	struct pair pr;
 

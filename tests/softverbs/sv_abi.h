@@ -78,10 +78,9 @@ struct verbs_device_ops {
 	const struct verbs_match_ent *match_table;
 	const struct verbs_device_ops **static_providers;
 	bool (*match_device)(struct verbs_sysfs_dev *sysfs_dev);
-	struct verbs_context *(*alloc_context)(struct ibv_device *device,
-					       int cmd_fd, void *private_data);
-	struct verbs_context *(*import_context)(struct ibv_device *device,
-						int cmd_fd);
+	struct verbs_context *(*alloc_context)(struct ibv_device *device, int cmd_fd,
+					       void *private_data);
+	struct verbs_context *(*import_context)(struct ibv_device *device, int cmd_fd);
 	struct verbs_device *(*alloc_device)(struct verbs_sysfs_dev *sysfs_dev);
 	void (*uninit_device)(struct verbs_device *device);
 };
@@ -124,13 +123,11 @@ struct verbs_context_ops {
 	sv_unset_op create_ah;
 	sv_unset_op create_counters;
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
-				    struct ibv_comp_channel *channel,
-				    int comp_vector);
+				    struct ibv_comp_channel *channel, int comp_vector);
 	sv_unset_op create_cq_ex;
 	sv_unset_op create_flow;
 	sv_unset_op create_flow_action_esp;
-	struct ibv_qp *(*create_qp)(struct ibv_pd *pd,
-				    struct ibv_qp_init_attr *attr);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	sv_unset_op create_qp_ex;
 	sv_unset_op create_rwq_ind_table;
 	sv_unset_op create_srq;
@@ -158,39 +155,34 @@ struct verbs_context_ops {
 	sv_unset_op import_pd;
 	sv_unset_op modify_cq;
 	sv_unset_op modify_flow_action_esp;
-	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-			 int attr_mask);
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 	sv_unset_op modify_qp_rate_limit;
 	sv_unset_op modify_srq;
 	sv_unset_op modify_wq;
 	sv_unset_op open_qp;
 	sv_unset_op open_xrcd;
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
-	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
-			 struct ibv_recv_wr **bad_wr);
-	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr,
-			 struct ibv_send_wr **bad_wr);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 	sv_unset_op post_srq_ops;
 	sv_unset_op post_srq_recv;
 	int (*query_device_ex)(struct ibv_context *context,
 			       const struct ibv_query_device_ex_input *input,
-			       struct ibv_device_attr_ex *attr,
-			       size_t attr_size);
+			       struct ibv_device_attr_ex *attr, size_t attr_size);
 	int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece);
 	int (*query_port)(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr);
-	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr,
-			int attr_mask, struct ibv_qp_init_attr *init_attr);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			struct ibv_qp_init_attr *init_attr);
 	sv_unset_op query_qp_data_in_order;
 	sv_unset_op query_rt_values;
 	sv_unset_op query_srq;
 	sv_unset_op read_counters;
 	sv_unset_op reg_dm_mr;
-	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset,
-					size_t length, uint64_t iova, int fd,
-					int access);
-	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
-				 uint64_t hca_va, int access);
+	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t length,
+					uint64_t iova, int fd, int access);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+				 int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	sv_unset_op rereg_mr;
 	sv_unset_op resize_cq;
@@ -233,13 +225,10 @@ struct sv_async_desc {
 /* --- what libibverbs exports to providers (version IBVERBS_PRIVATE_34) --- */
 
 void verbs_register_driver_34(const struct verbs_device_ops *ops);
-void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd,
-				    size_t alloc_size,
-				    struct verbs_context *context_offset,
-				    uint32_t driver_id);
+void *_verbs_init_and_alloc_context(struct ibv_device *device, int cmd_fd, size_t alloc_size,
+				    struct verbs_context *context_offset, uint32_t driver_id);
 void verbs_uninit_context(struct verbs_context *context);
-void verbs_set_ops(struct verbs_context *vctx,
-		   const struct verbs_context_ops *ops);
+void verbs_set_ops(struct verbs_context *vctx, const struct verbs_context_ops *ops);
 
 /* --- the layout facts, checked ------------------------------------------ */
 

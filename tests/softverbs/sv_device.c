@@ -63,13 +63,13 @@ static int parse_gid(const char *s, union ibv_gid *gid)
 int sv_read_port(struct sv_dev *dev, int port, struct sv_port *out)
 {
 	char rel[64], buf[128];
-	struct sv_port p = { 0 };
+	struct sv_port p = {0};
 
 	snprintf(rel, sizeof(rel), "ports/%d/link_layer", port);
 	if (read_text(dev->path, rel, buf, sizeof(buf)))
 		return -ENOENT;
-	p.link_layer = strcmp(buf, "Ethernet") == 0 ? IBV_LINK_LAYER_ETHERNET
-						      : IBV_LINK_LAYER_INFINIBAND;
+	p.link_layer =
+		strcmp(buf, "Ethernet") == 0 ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
 	snprintf(rel, sizeof(rel), "ports/%d/lid", port);
 	if (read_text(dev->path, rel, buf, sizeof(buf)) == 0)
 		p.lid = (uint16_t)strtoul(buf, NULL, 0);
@@ -101,11 +101,10 @@ int sv_port_state(struct sv_ctx *ctx, int port)
 
 void sv_async_event(struct sv_ctx *ctx, uint64_t element, enum ibv_event_type type)
 {
-	struct sv_async_desc d = { .element = element, .event_type = type };
+	struct sv_async_desc d = {.element = element, .event_type = type};
 
 	if (write(ctx->async_wr, &d, sizeof(d)) != (ssize_t)sizeof(d))
-		fprintf(stderr, "softverbs: async event %d lost: %s\n", (int)type,
-			strerror(errno));
+		fprintf(stderr, "softverbs: async event %d lost: %s\n", (int)type, strerror(errno));
 }
 
 /* Called with ctx->lock held: every port goes down, every link dies. */
@@ -134,8 +133,7 @@ int sv_alloc_qpn(struct sv_ctx *ctx, uint32_t *qpn)
 		rc = -errno;
 		goto out_close;
 	}
-	if (pread(fd, &v, sizeof(v), 0) != (ssize_t)sizeof(v) || v < 0x100 ||
-	    v >= 0xffffff)
+	if (pread(fd, &v, sizeof(v), 0) != (ssize_t)sizeof(v) || v < 0x100 || v >= 0xffffff)
 		v = 0x100;
 	*qpn = v;
 	v++;
@@ -170,9 +168,11 @@ static void faults_parse(struct sv_faults *f, const char *spec)
 {
 	char buf[512], *save = NULL;
 
-	*f = (struct sv_faults){ .retry_exceeded = -1, .remote_access = -1,
-				 .conn_drop = -1, .port_down = -1,
-				 .mr_no_remote = -1 };
+	*f = (struct sv_faults){.retry_exceeded = -1,
+				.remote_access = -1,
+				.conn_drop = -1,
+				.port_down = -1,
+				.mr_no_remote = -1};
 	if (!spec)
 		return;
 	snprintf(buf, sizeof(buf), "%s", spec);
@@ -229,8 +229,7 @@ static int fabric_dir(struct sv_ctx *ctx)
 				return -EINVAL;
 			*p = '\0';
 		}
-		strncat(ctx->fabric, "/softverbs",
-			sizeof(ctx->fabric) - strlen(ctx->fabric) - 1);
+		strncat(ctx->fabric, "/softverbs", sizeof(ctx->fabric) - strlen(ctx->fabric) - 1);
 	}
 	if (mkdir(ctx->fabric, 0700) && errno != EEXIST)
 		return -errno;
@@ -280,9 +279,12 @@ static int sv_query_device_ex(struct ibv_context *context,
 /* Speed and width codes of a rate in Gb/s (4X lanes where they divide). */
 static void rate_codes(int gbps, uint8_t *speed, uint8_t *width)
 {
-	static const struct { int gbps; uint8_t speed, width; } t[] = {
-		{ 400, 128, 2 }, { 200, 64, 2 }, { 100, 32, 2 }, { 56, 16, 2 },
-		{ 40, 4, 2 }, { 25, 32, 1 }, { 10, 4, 1 },
+	static const struct {
+		int gbps;
+		uint8_t speed, width;
+	} t[] = {
+		{400, 128, 2}, {200, 64, 2}, {100, 32, 2}, {56, 16, 2},
+		{40, 4, 2},    {25, 32, 1},  {10, 4, 1},
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -296,8 +298,7 @@ static void rate_codes(int gbps, uint8_t *speed, uint8_t *width)
 	*width = 1;
 }
 
-static int sv_query_port(struct ibv_context *context, uint8_t port,
-			 struct ibv_port_attr *pa)
+static int sv_query_port(struct ibv_context *context, uint8_t port, struct ibv_port_attr *pa)
 {
 	struct sv_ctx *ctx = sv_ctx_of(context);
 	struct sv_port *p;
@@ -351,8 +352,8 @@ static int sv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return EOPNOTSUPP;
 }
 
-static struct verbs_context *sv_alloc_context(struct ibv_device *ibdev,
-					      int cmd_fd, void *private_data)
+static struct verbs_context *sv_alloc_context(struct ibv_device *ibdev, int cmd_fd,
+					      void *private_data)
 {
 	struct sv_dev *dev = sv_dev_of(ibdev);
 	struct verbs_context_ops ops = sv_ctx_ops;
@@ -431,7 +432,7 @@ static struct verbs_device *sv_alloc_device(struct verbs_sysfs_dev *sdev)
 		dev->nports = p;
 	}
 	if (read_text(dev->path, "node_guid", buf, sizeof(buf)) == 0) {
-		unsigned int g[4] = { 0 };
+		unsigned int g[4] = {0};
 
 		if (sscanf(buf, "%4x:%4x:%4x:%4x", &g[0], &g[1], &g[2], &g[3]) == 4)
 			dev->node_guid = (uint64_t)g[0] << 48 | (uint64_t)g[1] << 32 |

@@ -53,39 +53,39 @@
 
 #include "sv_abi.h"
 
-#define SV_MAX_PORTS 4
-#define SV_MAX_GIDS 16
-#define SV_MAX_SGE 16
-#define SV_MAX_QP_WR 16384
-#define SV_MAX_CQE (1 << 20)
+#define SV_MAX_PORTS  4
+#define SV_MAX_GIDS   16
+#define SV_MAX_SGE    16
+#define SV_MAX_QP_WR  16384
+#define SV_MAX_CQE    (1 << 20)
 #define SV_MAX_INLINE 256
-#define SV_MAX_MSG (1u << 31)
-#define SV_RECV_CHUNK (1u << 20) /* most payload bytes taken per readv */
-#define SV_MAGIC 0x53567631u  /* "SVv1" */
-#define SV_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define SV_MAX_MSG    (1u << 31)
+#define SV_RECV_CHUNK (1u << 20)  /* most payload bytes taken per readv */
+#define SV_MAGIC      0x53567631u /* "SVv1" */
+#define SV_MIN(a, b)  ((a) < (b) ? (a) : (b))
 
 /* Vendor error codes in completions: what exactly went wrong. */
 enum sv_vendor_err {
 	SV_VERR_NONE = 0,
-	SV_VERR_RKEY = 0x81,      /* no MR with this rkey */
-	SV_VERR_PD = 0x82,        /* MR of another PD */
-	SV_VERR_ACCESS = 0x83,    /* MR lacks the remote access flag */
-	SV_VERR_BOUNDS = 0x84,    /* range outside the MR */
-	SV_VERR_RQ_SGE = 0x85,    /* receive WQE too small or bad lkey */
-	SV_VERR_LKEY = 0x86,      /* local SGE: bad lkey, bounds or access */
-	SV_VERR_TIMEOUT = 0x91,   /* no ACK within timeout x (retry_cnt + 1) */
-	SV_VERR_RNR = 0x92,       /* receiver not ready for too long */
-	SV_VERR_FLUSH = 0xf1,     /* flushed: the QP is in the error state */
+	SV_VERR_RKEY = 0x81,	/* no MR with this rkey */
+	SV_VERR_PD = 0x82,	/* MR of another PD */
+	SV_VERR_ACCESS = 0x83,	/* MR lacks the remote access flag */
+	SV_VERR_BOUNDS = 0x84,	/* range outside the MR */
+	SV_VERR_RQ_SGE = 0x85,	/* receive WQE too small or bad lkey */
+	SV_VERR_LKEY = 0x86,	/* local SGE: bad lkey, bounds or access */
+	SV_VERR_TIMEOUT = 0x91, /* no ACK within timeout x (retry_cnt + 1) */
+	SV_VERR_RNR = 0x92,	/* receiver not ready for too long */
+	SV_VERR_FLUSH = 0xf1,	/* flushed: the QP is in the error state */
 };
 
 /* --- fault knobs (SOFTVERBS_FAULTS="name=N,...") --------------------------- */
 
 struct sv_faults {
-	long retry_exceeded;   /* message N and later are never delivered */
-	long remote_access;    /* message N carries a corrupt rkey */
-	long conn_drop;        /* at message N the QP's streams are closed */
-	long port_down;        /* at message N every port goes down (0: at open) */
-	long mr_no_remote;     /* registration N loses its remote access flags */
+	long retry_exceeded; /* message N and later are never delivered */
+	long remote_access;  /* message N carries a corrupt rkey */
+	long conn_drop;	     /* at message N the QP's streams are closed */
+	long port_down;	     /* at message N every port goes down (0: at open) */
+	long mr_no_remote;   /* registration N loses its remote access flags */
 	bool dmabuf_unsupported;
 	bool placement_reverse; /* place payloads back to front, 64 B at a time */
 };
@@ -93,7 +93,7 @@ struct sv_faults {
 /* --- device and context ------------------------------------------------- */
 
 struct sv_port {
-	int link_layer;  /* IBV_LINK_LAYER_* */
+	int link_layer; /* IBV_LINK_LAYER_* */
 	uint16_t lid;
 	int ngids;
 	union ibv_gid gids[SV_MAX_GIDS];
@@ -121,22 +121,22 @@ struct sv_ctx {
 	struct sv_dev *dev;
 	pthread_mutex_t lock;
 	struct sv_port ports[SV_MAX_PORTS + 1]; /* 1-based */
-	int async_wr;            /* write end of the async_fd pipe */
-	int wake_fd;             /* eventfd: kicks the progress thread */
+	int async_wr;				/* write end of the async_fd pipe */
+	int wake_fd;				/* eventfd: kicks the progress thread */
 	int epfd;
 	pthread_t thread;
 	atomic_bool stop;
 	char fabric[IBV_SYSFS_PATH_MAX];
 	uint32_t fabric_hash;
 	struct sv_faults faults;
-	long nmsgs;              /* data messages sent so far (faults count them) */
-	long nregs;              /* registrations so far */
+	long nmsgs; /* data messages sent so far (faults count them) */
+	long nregs; /* registrations so far */
 	bool port_down;
 	/* MR table: key = index << 8 | generation */
 	struct sv_mr **mrs;
 	uint32_t nmrs_cap;
 	uint8_t mr_gen;
-	struct sv_qp *qps;       /* list of live QPs */
+	struct sv_qp *qps; /* list of live QPs */
 };
 
 static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c)
@@ -153,11 +153,11 @@ struct sv_pd {
 struct sv_mr {
 	struct verbs_mr vmr;
 	struct sv_pd *pd;
-	uint64_t iova;      /* what remote addresses and SGEs are relative to */
+	uint64_t iova; /* what remote addresses and SGEs are relative to */
 	uint64_t len;
-	uint8_t *host;      /* where iova lives in this process */
+	uint8_t *host; /* where iova lives in this process */
 	int access;
-	void *dmabuf_map;   /* mmap of a dma-buf MR, else NULL */
+	void *dmabuf_map; /* mmap of a dma-buf MR, else NULL */
 	size_t dmabuf_map_len;
 };
 
@@ -180,27 +180,27 @@ enum sv_op {
 };
 
 struct sv_req_hdr {
-	uint8_t op;         /* enum sv_op */
-	uint8_t rnr_retry;  /* the requester's, for RNR waits (7: forever) */
+	uint8_t op;	   /* enum sv_op */
+	uint8_t rnr_retry; /* the requester's, for RNR waits (7: forever) */
 	uint8_t pad[2];
 	uint32_t len;
 	uint64_t raddr;
 	uint32_t rkey;
-	uint32_t imm;       /* network byte order, carried unchanged */
+	uint32_t imm; /* network byte order, carried unchanged */
 	uint64_t seq;
 };
 static_assert(sizeof(struct sv_req_hdr) == 32, "wire request header");
 
 enum sv_rsp_type {
 	SV_RSP_ACK = 1,
-	SV_RSP_NAK = 2,       /* status says why; the requester QP goes to ERR */
-	SV_RSP_READ = 3,      /* len bytes of READ data follow */
-	SV_RSP_RNR_WAIT = 4,  /* no receive WQE yet: stop the ack timer */
+	SV_RSP_NAK = 2,	     /* status says why; the requester QP goes to ERR */
+	SV_RSP_READ = 3,     /* len bytes of READ data follow */
+	SV_RSP_RNR_WAIT = 4, /* no receive WQE yet: stop the ack timer */
 };
 
 struct sv_rsp_hdr {
-	uint8_t type;       /* enum sv_rsp_type */
-	uint8_t status;     /* enum ibv_wc_status for a NAK */
+	uint8_t type;	/* enum sv_rsp_type */
+	uint8_t status; /* enum ibv_wc_status for a NAK */
 	uint16_t pad;
 	uint32_t vendor_err;
 	uint64_t seq;
@@ -220,9 +220,9 @@ struct sv_hello {
 };
 
 enum sv_swqe_state {
-	SV_SWQE_QUEUED,  /* waiting for its turn on the stream */
+	SV_SWQE_QUEUED,	 /* waiting for its turn on the stream */
 	SV_SWQE_SENDING, /* header and part of the payload written */
-	SV_SWQE_SENT,    /* all written, waiting for the response */
+	SV_SWQE_SENT,	 /* all written, waiting for the response */
 };
 
 struct sv_swqe {
@@ -239,7 +239,7 @@ struct sv_swqe {
 	struct ibv_sge sge[SV_MAX_SGE];
 	uint8_t inline_data[SV_MAX_INLINE];
 	bool is_inline;
-	size_t done;        /* bytes of header + payload written (or READ data read) */
+	size_t done; /* bytes of header + payload written (or READ data read) */
 	/* an error found at post time, completed in order */
 	enum ibv_wc_status post_status;
 	uint32_t post_verr;
@@ -253,14 +253,14 @@ struct sv_rwqe {
 
 /* Responder side of a QP: parsing the peer's requests. */
 enum sv_rx_state {
-	SV_RX_HDR,      /* reading a request header */
-	SV_RX_PAYLOAD,  /* receiving payload into the target (or discarding) */
+	SV_RX_HDR,     /* reading a request header */
+	SV_RX_PAYLOAD, /* receiving payload into the target (or discarding) */
 };
 
 /* One queued response of the responder. */
 struct sv_rsp {
 	struct sv_rsp_hdr hdr;
-	uint8_t *data;       /* READ data (owned copy) */
+	uint8_t *data; /* READ data (owned copy) */
 	size_t done;
 	struct sv_rsp *next;
 };
@@ -268,7 +268,7 @@ struct sv_rsp {
 struct sv_qp {
 	struct verbs_qp vqp;
 	struct sv_ctx *ctx;
-	struct sv_qp *next;       /* ctx->qps */
+	struct sv_qp *next; /* ctx->qps */
 	struct ibv_qp_cap cap;
 	bool sq_sig_all;
 	/* attributes */
@@ -284,7 +284,7 @@ struct sv_qp {
 	/* send queue: ring of cap.max_send_wr */
 	struct sv_swqe *sq;
 	uint32_t sq_cap, sq_head, sq_count; /* head: oldest outstanding */
-	uint32_t sq_tx;           /* index (from head) of the next to transmit */
+	uint32_t sq_tx;			    /* index (from head) of the next to transmit */
 	uint64_t next_seq;
 	uint64_t ack_deadline_ns; /* 0: timer stopped */
 	bool rnr_waiting;
@@ -292,11 +292,11 @@ struct sv_qp {
 	struct sv_rwqe *rq;
 	uint32_t rq_cap, rq_head, rq_count;
 	/* streams */
-	int lfd;                  /* listener, from creation to destroy */
-	int req_fd;               /* ours: requests out, responses in */
-	int rsp_fd;               /* the peer's: requests in, responses out */
+	int lfd;    /* listener, from creation to destroy */
+	int req_fd; /* ours: requests out, responses in */
+	int rsp_fd; /* the peer's: requests in, responses out */
 	bool req_writable, req_readable, rsp_writable, rsp_readable;
-	bool link_dead;           /* nothing more is delivered (fault or EOF) */
+	bool link_dead; /* nothing more is delivered (fault or EOF) */
 	/* requester: response parsing */
 	struct sv_rsp_hdr in_rsp;
 	size_t in_rsp_got;
@@ -305,13 +305,13 @@ struct sv_qp {
 	enum sv_rx_state rx_state;
 	struct sv_req_hdr rx_hdr;
 	size_t rx_got;
-	uint8_t *rx_dst;          /* NULL: discard */
-	bool rx_nak;              /* answer with a NAK once the payload is drained */
+	uint8_t *rx_dst; /* NULL: discard */
+	bool rx_nak;	 /* answer with a NAK once the payload is drained */
 	uint8_t rx_status;
 	uint32_t rx_verr;
-	struct sv_rwqe rx_rwqe;   /* consumed receive WQE (SEND, WRITE_IMM) */
+	struct sv_rwqe rx_rwqe; /* consumed receive WQE (SEND, WRITE_IMM) */
 	bool rx_has_rwqe;
-	uint8_t *rx_bounce;       /* SEND scatter / reverse placement staging */
+	uint8_t *rx_bounce; /* SEND scatter / reverse placement staging */
 	bool rx_stalled_rnr;
 	bool rx_rnr_sent;
 	uint64_t rx_rnr_deadline_ns;

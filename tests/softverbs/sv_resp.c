@@ -18,8 +18,8 @@
 
 /* --- responder -------------------------------------------------------------- */
 
-static void queue_rsp(struct sv_qp *qp, enum sv_rsp_type type, uint8_t status,
-		      uint32_t verr, uint8_t *data, uint32_t len)
+static void queue_rsp(struct sv_qp *qp, enum sv_rsp_type type, uint8_t status, uint32_t verr,
+		      uint8_t *data, uint32_t len)
 {
 	struct sv_rsp *r = calloc(1, sizeof(*r));
 
@@ -28,8 +28,11 @@ static void queue_rsp(struct sv_qp *qp, enum sv_rsp_type type, uint8_t status,
 		fprintf(stderr, "softverbs: out of memory for a response\n");
 		return;
 	}
-	r->hdr = (struct sv_rsp_hdr){ .type = (uint8_t)type, .status = status,
-				      .vendor_err = verr, .seq = qp->rx_hdr.seq, .len = len };
+	r->hdr = (struct sv_rsp_hdr){.type = (uint8_t)type,
+				     .status = status,
+				     .vendor_err = verr,
+				     .seq = qp->rx_hdr.seq,
+				     .len = len};
 	r->data = data;
 	if (qp->rsp_tail)
 		qp->rsp_tail->next = r;
@@ -44,17 +47,17 @@ void sv_resp_tx(struct sv_qp *qp)
 		struct sv_rsp *r = qp->rsp_head;
 		size_t total = sizeof(r->hdr) + (r->data ? r->hdr.len : 0);
 		struct iovec iov[2];
-		struct msghdr mh = { .msg_iov = iov };
+		struct msghdr mh = {.msg_iov = iov};
 		ssize_t n;
 
 		if (r->done < sizeof(r->hdr)) {
-			iov[mh.msg_iovlen++] = (struct iovec){ (char *)&r->hdr + r->done,
-							       sizeof(r->hdr) - r->done };
+			iov[mh.msg_iovlen++] =
+				(struct iovec){(char *)&r->hdr + r->done, sizeof(r->hdr) - r->done};
 			if (r->data)
-				iov[mh.msg_iovlen++] = (struct iovec){ r->data, r->hdr.len };
+				iov[mh.msg_iovlen++] = (struct iovec){r->data, r->hdr.len};
 		} else {
-			iov[mh.msg_iovlen++] = (struct iovec){
-				r->data + (r->done - sizeof(r->hdr)), total - r->done };
+			iov[mh.msg_iovlen++] = (struct iovec){r->data + (r->done - sizeof(r->hdr)),
+							      total - r->done};
 		}
 		n = sendmsg(qp->rsp_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
@@ -79,9 +82,9 @@ void sv_resp_tx(struct sv_qp *qp)
 
 /* min_rnr_timer codes in units of 10 us (IBTA table). */
 static const uint32_t rnr_10us[32] = {
-	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
-	384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
-	24576, 32768, 49152,
+	65536, 1,    2,	   3,	 4,    6,     8,     12,    16,	   24,	  32,
+	48,    64,   96,   128,	 192,  256,   384,   512,   768,   1024,  1536,
+	2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
 };
 
 /* Check a remote access against the MR table; IBV_WC_SUCCESS or why not. */
@@ -116,8 +119,10 @@ static bool take_rwqe(struct sv_qp *qp)
 
 			qp->rx_stalled_rnr = true;
 			qp->rx_rnr_deadline_ns =
-				retry == 7 ? 0 : sv_now_ns() +
-					 10000ull * rnr_10us[qp->min_rnr_timer & 31] * (retry + 1u);
+				retry == 7 ? 0
+					   : sv_now_ns() +
+						     10000ull * rnr_10us[qp->min_rnr_timer & 31] *
+							     (retry + 1u);
 		}
 		if (!qp->rx_rnr_sent) {
 			queue_rsp(qp, SV_RSP_RNR_WAIT, 0, 0, NULL, 0);
@@ -189,8 +194,7 @@ static bool rx_start(struct sv_qp *qp)
 		break;
 	}
 	case SV_OP_READ:
-		st = h->len ? check_remote(qp, IBV_ACCESS_REMOTE_READ, &verr, &mr)
-			    : IBV_WC_SUCCESS;
+		st = h->len ? check_remote(qp, IBV_ACCESS_REMOTE_READ, &verr, &mr) : IBV_WC_SUCCESS;
 		if (st != IBV_WC_SUCCESS)
 			nak(qp, st, verr);
 		break;
@@ -282,15 +286,15 @@ static int rx_iov(struct sv_qp *qp, struct iovec *iov, uint8_t *discard, size_t 
 	int n = 0;
 
 	if (qp->rx_nak || (h->op != SV_OP_SEND && !qp->rx_dst)) {
-		iov[0] = (struct iovec){ discard, want < dlen ? want : dlen };
+		iov[0] = (struct iovec){discard, want < dlen ? want : dlen};
 		return 1;
 	}
 	if (qp->rx_bounce) {
-		iov[0] = (struct iovec){ qp->rx_bounce + skip, left };
+		iov[0] = (struct iovec){qp->rx_bounce + skip, left};
 		return 1;
 	}
 	if (h->op != SV_OP_SEND) {
-		iov[0] = (struct iovec){ qp->rx_dst + skip, want };
+		iov[0] = (struct iovec){qp->rx_dst + skip, want};
 		return 1;
 	}
 	for (int i = 0; i < qp->rx_rwqe.nsge && want; i++) {
@@ -305,7 +309,7 @@ static int rx_iov(struct sv_qp *qp, struct iovec *iov, uint8_t *discard, size_t 
 		l -= skip;
 		if (l > want)
 			l = want;
-		iov[n++] = (struct iovec){ m->host + (s->addr - m->iova) + skip, l };
+		iov[n++] = (struct iovec){m->host + (s->addr - m->iova) + skip, l};
 		want -= l;
 		skip = 0;
 	}
@@ -328,8 +332,7 @@ void sv_resp_rx(struct sv_qp *qp)
 		ssize_t n;
 
 		/* Not yet RTR, or in error: the packets are not taken in. */
-		if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR ||
-		    qp->link_dead)
+		if (st == IBV_QPS_RESET || st == IBV_QPS_INIT || st == IBV_QPS_ERR || qp->link_dead)
 			return;
 		if (qp->rx_state == SV_RX_HDR) {
 			if (qp->rx_got < sizeof(qp->rx_hdr)) {

@@ -73,19 +73,31 @@ struct sv_dev_spec {
 };
 
 static const struct sv_dev_spec devs[] = {
-	{ "sv_roce0", "0002:c903:00ab:0001",
-	  { "Ethernet", "4: ACTIVE", "100 Gb/sec (4X EDR)", "0x0",
-	    { "fe80:0000:0000:0000:0202:c9ff:feab:0001",
-	      "fe80:0000:0000:0000:0202:c9ff:feab:0001",
-	      "0000:0000:0000:0000:0000:ffff:0a0b:0001",
-	      "0000:0000:0000:0000:0000:ffff:0a0b:0001" },
-	    { "IB/RoCE v1", "RoCE v2", "IB/RoCE v1", "RoCE v2" } } },
-	{ "sv_ib0", "0002:c903:00ab:0011",
-	  { "InfiniBand", "4: ACTIVE", "200 Gb/sec (4X HDR)", "0x11",
-	    { "fe80:0000:0000:0000:0002:c903:00ab:0011" }, { NULL } } },
-	{ "sv_down0", "0002:c903:00ab:0021",
-	  { "Ethernet", "1: DOWN", "100 Gb/sec (4X EDR)", "0x0",
-	    { "fe80:0000:0000:0000:0202:c9ff:feab:0021" }, { "RoCE v2" } } },
+	{"sv_roce0",
+	 "0002:c903:00ab:0001",
+	 {"Ethernet",
+	  "4: ACTIVE",
+	  "100 Gb/sec (4X EDR)",
+	  "0x0",
+	  {"fe80:0000:0000:0000:0202:c9ff:feab:0001", "fe80:0000:0000:0000:0202:c9ff:feab:0001",
+	   "0000:0000:0000:0000:0000:ffff:0a0b:0001", "0000:0000:0000:0000:0000:ffff:0a0b:0001"},
+	  {"IB/RoCE v1", "RoCE v2", "IB/RoCE v1", "RoCE v2"}}},
+	{"sv_ib0",
+	 "0002:c903:00ab:0011",
+	 {"InfiniBand",
+	  "4: ACTIVE",
+	  "200 Gb/sec (4X HDR)",
+	  "0x11",
+	  {"fe80:0000:0000:0000:0002:c903:00ab:0011"},
+	  {NULL}}},
+	{"sv_down0",
+	 "0002:c903:00ab:0021",
+	 {"Ethernet",
+	  "1: DOWN",
+	  "100 Gb/sec (4X EDR)",
+	  "0x0",
+	  {"fe80:0000:0000:0000:0202:c9ff:feab:0021"},
+	  {"RoCE v2"}}},
 };
 #define NDEVS (sizeof(devs) / sizeof(devs[0]))
 
@@ -160,15 +172,14 @@ static int write_tree(char *why, size_t wlen)
 		rc |= mkdirs(rel);
 		snprintf(rel, sizeof(rel), "%s/ports/1/pkeys", base);
 		rc |= mkdirs(rel);
-#define PUT_AT(file, text) \
-	(snprintf(rel, sizeof(rel), "%s/%s", base, file), put(rel, text))
+#define PUT_AT(file, text) (snprintf(rel, sizeof(rel), "%s/%s", base, file), put(rel, text))
 		rc |= PUT_AT("node_type", "1: CA");
 		rc |= PUT_AT("node_guid", d->guid);
 		rc |= PUT_AT("hca_type", "softverbs");
 		rc |= PUT_AT("fw_ver", "1.0.0");
 		rc |= PUT_AT("ports/1/state", p->state);
-		rc |= PUT_AT("ports/1/phys_state", strstr(p->state, "ACTIVE") ? "5: LinkUp"
-									  : "3: Disabled");
+		rc |= PUT_AT("ports/1/phys_state",
+			     strstr(p->state, "ACTIVE") ? "5: LinkUp" : "3: Disabled");
 		rc |= PUT_AT("ports/1/link_layer", p->link_layer);
 		rc |= PUT_AT("ports/1/lid", p->lid);
 		rc |= PUT_AT("ports/1/rate", p->rate);
@@ -228,7 +239,8 @@ static int enter_namespace(char *why, size_t len)
 	}
 	snprintf(map, sizeof(map), "0 %u 1", (unsigned int)gid);
 	write_file("/proc/self/gid_map", map);
-private:
+
+      private:
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
 		why_set(why, len, "mount(/, MS_PRIVATE)");
 		return -1;
@@ -357,12 +369,14 @@ static void block_rdma_netlink(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPROTONOSUPPORT & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
 
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		fprintf(stderr, "sv_run: cannot hide RDMA netlink (%s); a kernel with "
-			"RDMA devices would hide the emulated ones\n", strerror(errno));
+		fprintf(stderr,
+			"sv_run: cannot hide RDMA netlink (%s); a kernel with "
+			"RDMA devices would hide the emulated ones\n",
+			strerror(errno));
 #endif
 }
 
@@ -406,8 +420,10 @@ static int prepare(char *why, size_t len)
 
 		snprintf(ns_why, sizeof(ns_why), "%s", why);
 		if (geteuid() != 0) {
-			snprintf(why, len, "no private /dev for the emulated devices (%s) "
-				 "and not root", ns_why);
+			snprintf(why, len,
+				 "no private /dev for the emulated devices (%s) "
+				 "and not root",
+				 ns_why);
 			return -1;
 		}
 		if (direct_dev(why, len))

@@ -49,8 +49,8 @@ static int sv_dealloc_pd(struct ibv_pd *ibpd)
 
 /* --- MR ------------------------------------------------------------------- */
 
-#define SV_ACCESS_KNOWN                                                          \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+#define SV_ACCESS_KNOWN                                                                            \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |               \
 	 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING)
 
 struct sv_mr *sv_mr_lookup(struct sv_ctx *ctx, uint32_t key)
@@ -87,8 +87,8 @@ static int mr_insert(struct sv_ctx *ctx, struct sv_mr *mr)
 	return 0;
 }
 
-static struct ibv_mr *mr_create(struct ibv_pd *pd, uint8_t *host, size_t len,
-				uint64_t iova, int access, int type)
+static struct ibv_mr *mr_create(struct ibv_pd *pd, uint8_t *host, size_t len, uint64_t iova,
+				int access, int type)
 {
 	struct sv_ctx *ctx = sv_ctx_of(pd->context);
 	struct sv_mr *mr;
@@ -126,8 +126,8 @@ static struct ibv_mr *mr_create(struct ibv_pd *pd, uint8_t *host, size_t len,
 	return &mr->vmr.ibv_mr;
 }
 
-static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
-				uint64_t hca_va, int access)
+static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t hca_va,
+				int access)
 {
 	if (!addr) {
 		errno = EFAULT;
@@ -141,9 +141,8 @@ static struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
  * the tests): the memory is mapped here and remote addresses are relative
  * to iova, as on a NIC.
  */
-static struct ibv_mr *sv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
-				       size_t len, uint64_t iova, int fd,
-				       int access)
+static struct ibv_mr *sv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
+				       uint64_t iova, int fd, int access)
 {
 	struct sv_ctx *ctx = sv_ctx_of(pd->context);
 	long pg = sysconf(_SC_PAGESIZE);
@@ -248,8 +247,8 @@ void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc)
 {
 	if (cq->count == cq->cap) {
 		if (!cq->overflowed)
-			sv_async_event(sv_ctx_of(cq->cq.context),
-				       (uint64_t)(uintptr_t)&cq->cq, IBV_EVENT_CQ_ERR);
+			sv_async_event(sv_ctx_of(cq->cq.context), (uint64_t)(uintptr_t)&cq->cq,
+				       IBV_EVENT_CQ_ERR);
 		cq->overflowed = true;
 		return;
 	}
@@ -297,9 +296,9 @@ static struct ibv_qp *sv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a
 		errno = a->qp_type != IBV_QPT_RC ? EOPNOTSUPP : EINVAL;
 		return NULL;
 	}
-	if (c->max_send_wr < 1 || c->max_send_wr > SV_MAX_QP_WR ||
-	    c->max_recv_wr > SV_MAX_QP_WR || c->max_send_sge > SV_MAX_SGE ||
-	    c->max_recv_sge > SV_MAX_SGE || c->max_inline_data > SV_MAX_INLINE) {
+	if (c->max_send_wr < 1 || c->max_send_wr > SV_MAX_QP_WR || c->max_recv_wr > SV_MAX_QP_WR ||
+	    c->max_send_sge > SV_MAX_SGE || c->max_recv_sge > SV_MAX_SGE ||
+	    c->max_inline_data > SV_MAX_INLINE) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -360,8 +359,8 @@ err_nomem:
 }
 
 /* Always-complete a send WQE: a CQE when signaled or failed. */
-static void complete_send(struct sv_qp *qp, struct sv_swqe *w,
-			  enum ibv_wc_status status, uint32_t verr)
+static void complete_send(struct sv_qp *qp, struct sv_swqe *w, enum ibv_wc_status status,
+			  uint32_t verr)
 {
 	static const enum ibv_wc_opcode opc[] = {
 		[SV_OP_WRITE] = IBV_WC_RDMA_WRITE,
@@ -439,39 +438,39 @@ struct sv_trans {
 	int req, opt;
 };
 
-static bool transition(enum ibv_qp_state cur, enum ibv_qp_state next,
-		       struct sv_trans *t)
+static bool transition(enum ibv_qp_state cur, enum ibv_qp_state next, struct sv_trans *t)
 {
 	const int S = IBV_QP_STATE;
 
-	*t = (struct sv_trans){ S, 0 };
+	*t = (struct sv_trans){S, 0};
 	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
 		return true;
 	switch (cur) {
 	case IBV_QPS_RESET:
-		*t = (struct sv_trans){ S | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, 0 };
+		*t = (struct sv_trans){S | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
+				       0};
 		return next == IBV_QPS_INIT;
 	case IBV_QPS_INIT:
 		if (next == IBV_QPS_INIT) {
-			*t = (struct sv_trans){ 0, S | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-						   IBV_QP_ACCESS_FLAGS };
+			*t = (struct sv_trans){0, S | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							  IBV_QP_ACCESS_FLAGS};
 			return true;
 		}
-		*t = (struct sv_trans){ S | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-					IBV_QP_MIN_RNR_TIMER,
-				       IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX };
+		*t = (struct sv_trans){S | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					       IBV_QP_MIN_RNR_TIMER,
+				       IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX};
 		return next == IBV_QPS_RTR;
 	case IBV_QPS_RTR:
-		*t = (struct sv_trans){ S | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
+		*t = (struct sv_trans){S | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC,
 				       IBV_QP_CUR_STATE | IBV_QP_ALT_PATH | IBV_QP_ACCESS_FLAGS |
-				       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE };
+					       IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MIG_STATE};
 		return next == IBV_QPS_RTS;
 	case IBV_QPS_RTS:
-		*t = (struct sv_trans){ 0, S | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
-					   IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
-					   IBV_QP_MIN_RNR_TIMER };
+		*t = (struct sv_trans){0, S | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS |
+						  IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE |
+						  IBV_QP_MIN_RNR_TIMER};
 		return next == IBV_QPS_RTS;
 	default:
 		return false;
@@ -501,8 +500,8 @@ static int check_values(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
 
 		if (p->link_layer == IBV_LINK_LAYER_ETHERNET && !a->ah_attr.is_global)
 			return EINVAL; /* RoCE needs a GRH */
-		if (a->ah_attr.is_global && (a->ah_attr.grh.sgid_index >= p->ngids ||
-					     a->ah_attr.grh.hop_limit == 0))
+		if (a->ah_attr.is_global &&
+		    (a->ah_attr.grh.sgid_index >= p->ngids || a->ah_attr.grh.hop_limit == 0))
 			return EINVAL;
 		if (!a->ah_attr.is_global && a->ah_attr.dlid == 0)
 			return EINVAL;
@@ -538,8 +537,7 @@ static int sv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 	rc = EINVAL;
 	if ((mask & IBV_QP_CUR_STATE) && a->cur_qp_state != cur)
 		goto out;
-	if (!transition(cur, next, &t) || (mask & t.req) != t.req ||
-	    (mask & ~(t.req | t.opt)))
+	if (!transition(cur, next, &t) || (mask & t.req) != t.req || (mask & ~(t.req | t.opt)))
 		goto out;
 	rc = check_values(qp, a, mask);
 	if (rc)
@@ -649,8 +647,8 @@ static int sv_destroy_qp(struct ibv_qp *ibqp)
 }
 
 /* A local SGE list against the MR table: IBV_WC_SUCCESS or why not. */
-static enum ibv_wc_status check_sges(struct sv_qp *qp, const struct ibv_sge *sg,
-				     int n, bool local_write, uint64_t *total)
+static enum ibv_wc_status check_sges(struct sv_qp *qp, const struct ibv_sge *sg, int n,
+				     bool local_write, uint64_t *total)
 {
 	uint64_t sum = 0;
 
@@ -716,8 +714,7 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 		if (total > qp->cap.max_inline_data)
 			return EINVAL;
 		for (int i = 0; i < wr->num_sge; i++) {
-			memcpy(w->inline_data + off,
-			       (void *)(uintptr_t)wr->sg_list[i].addr,
+			memcpy(w->inline_data + off, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			off += wr->sg_list[i].length;
 		}
@@ -735,8 +732,7 @@ static int post_one_send(struct sv_qp *qp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
-static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-			struct ibv_send_wr **bad)
+static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct sv_qp *qp = sv_qp_of(ibqp);
 	int rc = 0;
@@ -760,8 +756,7 @@ static int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	return rc;
 }
 
-static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-			struct ibv_recv_wr **bad)
+static int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct sv_qp *qp = sv_qp_of(ibqp);
 	int rc = 0;

@@ -19,7 +19,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-
 enum sv_ev_kind {
 	SV_EV_WAKE = 0,
 	SV_EV_LISTEN = 1,
@@ -47,7 +46,7 @@ static socklen_t qp_addr(const struct sv_ctx *ctx, uint32_t qpn, struct sockaddr
 
 static void ep_add(struct sv_ctx *ctx, int fd, uint32_t events, uint64_t tag)
 {
-	struct epoll_event ev = { .events = events, .data.u64 = tag };
+	struct epoll_event ev = {.events = events, .data.u64 = tag};
 
 	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, fd, &ev))
 		fprintf(stderr, "softverbs: epoll_ctl(ADD, fd %d): %s\n", fd, strerror(errno));
@@ -222,7 +221,7 @@ static void do_accept(struct sv_qp *qp)
 
 	while ((fd = accept4(qp->lfd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
 		/* the hello was written right after connect() */
-		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+		pfd = (struct pollfd){.fd = fd, .events = POLLIN};
 		n = poll(&pfd, 1, 1000) == 1 ? recv(fd, &h, sizeof(h), MSG_WAITALL) : -1;
 		if (n != (ssize_t)sizeof(h) || h.magic != SV_MAGIC ||
 		    h.dst_qpn != qp->vqp.qp.qp_num || !hello_addresses_us(ctx, &h) ||
@@ -288,17 +287,20 @@ static size_t payload_len(const struct sv_swqe *w)
 }
 
 /* iovecs for the bytes of w from offset `done` on (header, then payload). */
-static int tx_iov(struct sv_swqe *w, uint8_t qp_rnr, struct sv_req_hdr *hdr,
-		  struct iovec *iov)
+static int tx_iov(struct sv_swqe *w, uint8_t qp_rnr, struct sv_req_hdr *hdr, struct iovec *iov)
 {
 	size_t skip = w->done;
 	int n = 0;
 
-	*hdr = (struct sv_req_hdr){ .op = (uint8_t)w->op, .rnr_retry = qp_rnr,
-				    .len = w->len, .raddr = w->raddr,
-				    .rkey = w->rkey, .imm = w->imm, .seq = w->seq };
+	*hdr = (struct sv_req_hdr){.op = (uint8_t)w->op,
+				   .rnr_retry = qp_rnr,
+				   .len = w->len,
+				   .raddr = w->raddr,
+				   .rkey = w->rkey,
+				   .imm = w->imm,
+				   .seq = w->seq};
 	if (skip < sizeof(*hdr)) {
-		iov[n++] = (struct iovec){ (char *)hdr + skip, sizeof(*hdr) - skip };
+		iov[n++] = (struct iovec){(char *)hdr + skip, sizeof(*hdr) - skip};
 		skip = 0;
 	} else {
 		skip -= sizeof(*hdr);
@@ -307,7 +309,7 @@ static int tx_iov(struct sv_swqe *w, uint8_t qp_rnr, struct sv_req_hdr *hdr,
 		return n;
 	if (w->is_inline) {
 		if (skip < w->len)
-			iov[n++] = (struct iovec){ w->inline_data + skip, w->len - skip };
+			iov[n++] = (struct iovec){w->inline_data + skip, w->len - skip};
 		return n;
 	}
 	for (int i = 0; i < w->nsge; i++) {
@@ -317,7 +319,7 @@ static int tx_iov(struct sv_swqe *w, uint8_t qp_rnr, struct sv_req_hdr *hdr,
 			skip -= l;
 			continue;
 		}
-		iov[n++] = (struct iovec){ (char *)(uintptr_t)w->sge[i].addr + skip, l - skip };
+		iov[n++] = (struct iovec){(char *)(uintptr_t)w->sge[i].addr + skip, l - skip};
 		skip = 0;
 	}
 	return n;
@@ -330,7 +332,7 @@ void sv_wire_pump_tx(struct sv_qp *qp)
 		struct sv_swqe *w = &qp->sq[(qp->sq_head + qp->sq_tx) % qp->sq_cap];
 		struct iovec iov[SV_MAX_SGE + 1];
 		struct sv_req_hdr hdr;
-		struct msghdr mh = { .msg_iov = iov };
+		struct msghdr mh = {.msg_iov = iov};
 		ssize_t n;
 
 		if (!qp->ack_deadline_ns)
@@ -393,8 +395,8 @@ static bool rx_read_data(struct sv_qp *qp, struct sv_swqe *w)
 				skip -= l;
 				continue;
 			}
-			iov[niov++] = (struct iovec){ (char *)(uintptr_t)w->sge[i].addr + skip,
-						      l - skip };
+			iov[niov++] =
+				(struct iovec){(char *)(uintptr_t)w->sge[i].addr + skip, l - skip};
 			skip = 0;
 		}
 		n = readv(qp->req_fd, iov, niov);
@@ -434,9 +436,10 @@ static void rx_responses(struct sv_qp *qp)
 		}
 		w = qp->sq_count ? &qp->sq[qp->sq_head] : NULL;
 		if (!w || w->seq != r->seq || w->state != SV_SWQE_SENT) {
-			fprintf(stderr, "softverbs: QP 0x%x: response for message %llu "
-				"matches nothing outstanding\n", qp->vqp.qp.qp_num,
-				(unsigned long long)r->seq);
+			fprintf(stderr,
+				"softverbs: QP 0x%x: response for message %llu "
+				"matches nothing outstanding\n",
+				qp->vqp.qp.qp_num, (unsigned long long)r->seq);
 			link_lost(qp);
 			return;
 		}
@@ -519,11 +522,11 @@ static void *progress_main(void *arg)
 				do_accept(qp);
 			} else if (kind == SV_EV_REQ) {
 				qp->req_readable |= !!(evs[i].events & (EPOLLIN | EPOLLHUP |
-									 EPOLLERR | EPOLLRDHUP));
+									EPOLLERR | EPOLLRDHUP));
 				qp->req_writable |= !!(evs[i].events & EPOLLOUT);
 			} else {
 				qp->rsp_readable |= !!(evs[i].events & (EPOLLIN | EPOLLHUP |
-									 EPOLLERR | EPOLLRDHUP));
+									EPOLLERR | EPOLLRDHUP));
 				qp->rsp_writable |= !!(evs[i].events & EPOLLOUT);
 			}
 		}

@@ -26,7 +26,7 @@
 
 #define VERR_ACCESS 0x83
 #define VERR_BOUNDS 0x84
-#define BUF (256 * 1024)
+#define BUF	    (256 * 1024)
 
 struct node {
 	struct ibv_context *ctx;
@@ -73,8 +73,9 @@ static void node_open(struct node *n, const char *dev, const char *faults)
 	assert_int_equal(ibv_query_port(n->ctx, 1, &pa), 0);
 	n->link_layer = pa.link_layer;
 	n->lid = pa.lid;
-	assert_int_equal(ibv_query_gid(n->ctx, 1, n->link_layer == IBV_LINK_LAYER_ETHERNET ? 3 : 0,
-				       &n->gid), 0);
+	assert_int_equal(
+		ibv_query_gid(n->ctx, 1, n->link_layer == IBV_LINK_LAYER_ETHERNET ? 3 : 0, &n->gid),
+		0);
 }
 
 static void node_close(struct node *n)
@@ -87,9 +88,14 @@ static void node_close(struct node *n)
 static struct ibv_qp *qp_new(struct node *n)
 {
 	struct ibv_qp_init_attr a = {
-		.send_cq = n->cq, .recv_cq = n->cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
-			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.send_cq = n->cq,
+		.recv_cq = n->cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 64,
+			.max_recv_wr = 64,
+			.max_send_sge = 2,
+			.max_recv_sge = 2,
+			.max_inline_data = 64},
 	};
 	struct ibv_qp *qp = ibv_create_qp(n->pd, &a);
 
@@ -101,22 +107,26 @@ static struct ibv_qp *qp_new(struct node *n)
 static int qp_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
 		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 	};
 
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					     IBV_QP_ACCESS_FLAGS);
+	return ibv_modify_qp(qp, &a,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
 /* INIT -> RTR -> RTS towards (peer node's address, qpn). */
-static void qp_connect(struct ibv_qp *qp, const struct node *peer, uint32_t qpn,
-		       uint8_t timeout, uint8_t rnr_retry, uint8_t min_rnr)
+static void qp_connect(struct ibv_qp *qp, const struct node *peer, uint32_t qpn, uint8_t timeout,
+		       uint8_t rnr_retry, uint8_t min_rnr)
 {
 	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096, .dest_qp_num = qpn,
-		.max_dest_rd_atomic = 4, .min_rnr_timer = min_rnr,
-		.ah_attr = { .port_num = 1 },
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_4096,
+		.dest_qp_num = qpn,
+		.max_dest_rd_atomic = 4,
+		.min_rnr_timer = min_rnr,
+		.ah_attr = {.port_num = 1},
 	};
 
 	if (peer->link_layer == IBV_LINK_LAYER_ETHERNET) {
@@ -127,14 +137,21 @@ static void qp_connect(struct ibv_qp *qp, const struct node *peer, uint32_t qpn,
 	} else {
 		a.ah_attr.dlid = peer->lid;
 	}
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = timeout, .retry_cnt = 7,
-				  .rnr_retry = rnr_retry, .max_rd_atomic = 4 };
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+			 0);
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS,
+				 .timeout = timeout,
+				 .retry_cnt = 7,
+				 .rnr_retry = rnr_retry,
+				 .max_rd_atomic = 4};
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
 					       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
+					       IBV_QP_MAX_QP_RD_ATOMIC),
+			 0);
 	assert_int_equal(qp->state, IBV_QPS_RTS);
 }
 
@@ -167,20 +184,26 @@ static int poll1(struct ibv_cq *cq, struct ibv_wc *wc, int ms)
 static int post_write(struct ibv_qp *qp, enum ibv_wr_opcode op, struct ibv_mr *l, void *src,
 		      uint32_t len, uint64_t raddr, uint32_t rkey, uint32_t imm, uint64_t id)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = l->lkey };
-	struct ibv_send_wr wr = {
-		.wr_id = id, .sg_list = &sge, .num_sge = len ? 1 : 0, .opcode = op,
-		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm),
-		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
-	}, *bad = NULL;
+	struct ibv_sge sge = {.addr = (uintptr_t)src, .length = len, .lkey = l->lkey};
+	struct ibv_send_wr wr =
+				   {
+					   .wr_id = id,
+					   .sg_list = &sge,
+					   .num_sge = len ? 1 : 0,
+					   .opcode = op,
+					   .send_flags = IBV_SEND_SIGNALED,
+					   .imm_data = htonl(imm),
+					   .wr.rdma = {.remote_addr = raddr, .rkey = rkey},
+				   },
+			   *bad = NULL;
 
 	return ibv_post_send(qp, &wr, &bad);
 }
 
 static int post_recv(struct ibv_qp *qp, uint64_t id, struct ibv_mr *mr, void *buf, uint32_t len)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = mr ? mr->lkey : 0 };
-	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = mr ? 1 : 0 }, *bad;
+	struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len, .lkey = mr ? mr->lkey : 0};
+	struct ibv_recv_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = mr ? 1 : 0}, *bad;
 
 	return ibv_post_recv(qp, &wr, &bad);
 }
@@ -240,7 +263,7 @@ static void qp_state_machine_checks(void **state)
 {
 	struct node n;
 	struct ibv_qp *qp;
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR};
 	struct ibv_qp_init_attr ia;
 	char buf[64];
 	struct ibv_mr *mr;
@@ -253,25 +276,33 @@ static void qp_state_machine_checks(void **state)
 	/* RESET -> RTR skips INIT */
 	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), EINVAL);
 	/* RESET -> INIT without the access flags */
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_INIT, .port_num = 1};
 	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT),
 			 EINVAL);
 	/* a port that does not exist */
 	a.port_num = 2;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), EINVAL);
+	assert_int_equal(
+		ibv_modify_qp(qp, &a,
+			      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+		EINVAL);
 	assert_int_equal(qp_init(qp), 0);
 	assert_int_equal(qp->state, IBV_QPS_INIT);
 	/* posting a send below RTS */
-	assert_int_equal(post_write(qp, IBV_WR_RDMA_WRITE, mr, buf, 8, (uintptr_t)buf, mr->rkey,
-				    0, 1), EINVAL);
+	assert_int_equal(
+		post_write(qp, IBV_WR_RDMA_WRITE, mr, buf, 8, (uintptr_t)buf, mr->rkey, 0, 1),
+		EINVAL);
 	/* INIT -> RTR without MIN_RNR_TIMER, and RoCE without a GRH */
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				  .dest_qp_num = qp->qp_num, .ah_attr = { .dlid = 1, .port_num = 1 } };
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	a = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR,
+				 .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = qp->qp_num,
+				 .ah_attr = {.dlid = 1, .port_num = 1}};
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC), EINVAL);
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					       IBV_QP_MAX_DEST_RD_ATOMIC),
+			 EINVAL);
+	assert_int_equal(ibv_modify_qp(qp, &a,
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 			 EINVAL);
@@ -312,8 +343,9 @@ static void write_imm_read_send_loopback(void **state)
 	assert_non_null(dst_mr);
 
 	assert_int_equal(post_recv(b, 100, NULL, NULL, 0), 0);
-	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE_WITH_IMM, src_mr, src, BUF,
-				    (uintptr_t)dst, dst_mr->rkey, 0xabcd, 1), 0);
+	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE_WITH_IMM, src_mr, src, BUF, (uintptr_t)dst,
+				    dst_mr->rkey, 0xabcd, 1),
+			 0);
 	while (got_send + got_recv < 2) {
 		assert_int_equal(poll1(n.cq, wc, 5000), 1);
 		assert_int_equal(wc[0].status, IBV_WC_SUCCESS);
@@ -334,10 +366,14 @@ static void write_imm_read_send_loopback(void **state)
 
 	/* READ back 1 KiB from the far end into the start of src */
 	{
-		struct ibv_sge sge = { .addr = (uintptr_t)src, .length = 1024, .lkey = src_mr->lkey };
-		struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
-					  .wr.rdma = { (uintptr_t)dst + 4096, dst_mr->rkey } }, *bad;
+		struct ibv_sge sge = {.addr = (uintptr_t)src, .length = 1024, .lkey = src_mr->lkey};
+		struct ibv_send_wr wr = {.wr_id = 2,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_READ,
+					 .send_flags = IBV_SEND_SIGNALED,
+					 .wr.rdma = {(uintptr_t)dst + 4096, dst_mr->rkey}},
+				   *bad;
 
 		assert_int_equal(ibv_post_send(a, &wr, &bad), 0);
 		assert_int_equal(poll1(n.cq, wc, 5000), 1);
@@ -368,7 +404,7 @@ static void write_imm_read_send_loopback(void **state)
 
 static void async_event_within(struct ibv_context *c, enum ibv_event_type type, int ms)
 {
-	struct pollfd p = { .fd = c->async_fd, .events = POLLIN };
+	struct pollfd p = {.fd = c->async_fd, .events = POLLIN};
 	struct ibv_async_event ev;
 
 	assert_int_equal(poll(&p, 1, ms), 1);
@@ -398,7 +434,8 @@ static void refuses_bad_bounds_and_access(void **state)
 	pair(&n, &a, &b, 14);
 	assert_int_equal(post_recv(b, 9, NULL, NULL, 0), 0);
 	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE, smr, src, 4096, (uintptr_t)dst + 1,
-				    dmr->rkey, 0, 1), 0);
+				    dmr->rkey, 0, 1),
+			 0);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(poll1(n.cq, &wc, 5000), 1);
 		if (wc.wr_id == 1) {
@@ -421,16 +458,16 @@ static void refuses_bad_bounds_and_access(void **state)
 
 	/* a buffer registered without remote write access */
 	pair(&n, &a, &b, 14);
-	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE, smr, src, 64, (uintptr_t)ro,
-				    romr->rkey, 0, 2), 0);
+	assert_int_equal(
+		post_write(a, IBV_WR_RDMA_WRITE, smr, src, 64, (uintptr_t)ro, romr->rkey, 0, 2), 0);
 	assert_int_equal(poll1(n.cq, &wc, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(wc.vendor_err, VERR_ACCESS);
 	assert_int_equal(ro[0], 0);
 	async_event_within(n.ctx, IBV_EVENT_QP_ACCESS_ERR, 1000);
 	/* the failed QP flushes what comes next */
-	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE, smr, src, 64, (uintptr_t)dst,
-				    dmr->rkey, 0, 3), 0);
+	assert_int_equal(
+		post_write(a, IBV_WR_RDMA_WRITE, smr, src, 64, (uintptr_t)dst, dmr->rkey, 0, 3), 0);
 	assert_int_equal(poll1(n.cq, &wc, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 	/* a local key that does not exist */
@@ -438,10 +475,14 @@ static void refuses_bad_bounds_and_access(void **state)
 	ibv_destroy_qp(b);
 	pair(&n, &a, &b, 14);
 	{
-		struct ibv_sge sge = { .addr = (uintptr_t)src, .length = 8, .lkey = 0xdead00 };
-		struct ibv_send_wr wr = { .wr_id = 4, .sg_list = &sge, .num_sge = 1,
-					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
-					  .wr.rdma = { (uintptr_t)dst, dmr->rkey } }, *bad;
+		struct ibv_sge sge = {.addr = (uintptr_t)src, .length = 8, .lkey = 0xdead00};
+		struct ibv_send_wr wr = {.wr_id = 4,
+					 .sg_list = &sge,
+					 .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED,
+					 .wr.rdma = {(uintptr_t)dst, dmr->rkey}},
+				   *bad;
 
 		assert_int_equal(ibv_post_send(a, &wr, &bad), 0);
 		assert_int_equal(poll1(n.cq, &wc, 5000), 1);
@@ -554,12 +595,14 @@ static void second_message_fails(const char *faults, enum ibv_wc_status want, in
 	smr = ibv_reg_mr(tx.pd, buf, 4096, ACC);
 	dmr = ibv_reg_mr(rx.pd, buf + 4096, 4096, ACC);
 	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE, smr, buf, 64, (uintptr_t)buf + 4096,
-				    dmr->rkey, 0, 1), 0);
+				    dmr->rkey, 0, 1),
+			 0);
 	assert_int_equal(poll1(tx.cq, &wc, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	t0 = rw_now_ms();
 	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE, smr, buf, 64, (uintptr_t)buf + 4096,
-				    dmr->rkey, 0, 2), 0);
+				    dmr->rkey, 0, 2),
+			 0);
 	assert_int_equal(poll1(tx.cq, &wc, 5000), 1);
 	assert_int_equal(wc.status, want);
 	assert_int_equal(wc.wr_id, 2);
@@ -620,9 +663,11 @@ static void rnr_waits_then_gives_up(void **state)
 	/* infinite RNR retries: completes once a receive is posted */
 	pair(&n, &a, &b, 10);
 	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE_WITH_IMM, mr, buf, 16,
-				    (uintptr_t)buf + 4096, mr->rkey, 1, 1), 0);
+				    (uintptr_t)buf + 4096, mr->rkey, 1, 1),
+			 0);
 	if (poll1(n.cq, &wc, 200))
-		fail_msg("completion while waiting for a receive: %s", ibv_wc_status_str(wc.status));
+		fail_msg("completion while waiting for a receive: %s",
+			 ibv_wc_status_str(wc.status));
 	assert_int_equal(post_recv(b, 2, NULL, NULL, 0), 0);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(poll1(n.cq, &wc, 5000), 1);
@@ -638,7 +683,8 @@ static void rnr_waits_then_gives_up(void **state)
 	qp_connect(a, &n, b->qp_num, 10, 1, 1);
 	qp_connect(b, &n, a->qp_num, 10, 1, 1);
 	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE_WITH_IMM, mr, buf, 16,
-				    (uintptr_t)buf + 4096, mr->rkey, 1, 3), 0);
+				    (uintptr_t)buf + 4096, mr->rkey, 1, 3),
+			 0);
 	assert_int_equal(poll1(n.cq, &wc, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
 	ibv_destroy_qp(a);
@@ -671,8 +717,8 @@ static void dmabuf_probe_and_memfd(void **state)
 	rw_test_fill(src, 8192, 11);
 	src_mr = ibv_reg_mr(n.pd, src, 8192, ACC);
 	pair(&n, &a, &b, 14);
-	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE, src_mr, src, 8192, 0x7000000,
-				    dmr->rkey, 0, 1), 0);
+	assert_int_equal(
+		post_write(a, IBV_WR_RDMA_WRITE, src_mr, src, 8192, 0x7000000, dmr->rkey, 0, 1), 0);
 	assert_int_equal(poll1(n.cq, &wc, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	map = mmap(NULL, 3 * 4096, PROT_READ, MAP_SHARED, fd, 0);
@@ -708,7 +754,8 @@ static void reverse_placement_keeps_data(void **state)
 	dmr = ibv_reg_mr(n.pd, dst, BUF, ACC);
 	pair(&n, &a, &b, 14);
 	assert_int_equal(post_write(a, IBV_WR_RDMA_WRITE, smr, src, BUF - 13, (uintptr_t)dst + 13,
-				    dmr->rkey, 0, 1), 0);
+				    dmr->rkey, 0, 1),
+			 0);
 	assert_int_equal(poll1(n.cq, &wc, 5000), 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_memory_equal(dst + 13, src, BUF - 13);
