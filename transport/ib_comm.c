@@ -49,14 +49,17 @@ static const char *qp_state_str(enum ibv_qp_state s)
 	}
 }
 
-static int qp_modify(struct rw_ib_comm *c, struct ibv_qp *qp, struct ibv_qp_attr *a, int mask)
+static int qp_modify(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn, struct ibv_qp_attr *a,
+		     int mask)
 {
 	int rc = c->net->v.modify_qp(qp, a, mask);
 
 	if (rc) {
 		RW_WARN(RW_LOG_NET,
-			"NET/IB: %s: ibv_modify_qp(QP %#x -> %s) for peer %s failed: %s",
-			c->dev->name, qp->qp_num, qp_state_str(a->qp_state), c->peer, strerror(rc));
+			"NET/IB: %s: ibv_modify_qp(QP %#x -> %s) for peer %s (GID %s, QPN %#x) "
+			"failed: %s",
+			c->dev->name, qp->qp_num, qp_state_str(a->qp_state), c->peer, c->peer_gid,
+			rqpn, strerror(rc));
 		return -rc;
 	}
 	return 0;
@@ -89,7 +92,7 @@ static int qp_new(struct rw_ib_comm *c, uint32_t sq, uint32_t rq, struct ibv_qp 
 		return rc;
 	}
 	rw_ib_live_add(RW_IB_LIVE_QPS, 1);
-	rc = qp_modify(c, qp, &a,
+	rc = qp_modify(c, qp, 0, &a,
 		       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (rc) {
 		c->net->v.destroy_qp(qp);
@@ -126,7 +129,7 @@ static int qp_connect(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn,
 		a.ah_attr.grh.traffic_class = net->tc;
 	}
 	a.ah_attr.dlid = peer->lid;
-	rc = qp_modify(c, qp, &a,
+	rc = qp_modify(c, qp, rqpn, &a,
 		       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc)
@@ -139,7 +142,7 @@ static int qp_connect(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn,
 		.rnr_retry = 7,
 		.max_rd_atomic = 1,
 	};
-	return qp_modify(c, qp, &a,
+	return qp_modify(c, qp, rqpn, &a,
 			 IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				 IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
@@ -152,8 +155,10 @@ int rw_ib_post_recvs(struct rw_ib_comm *c, int i, int count)
 
 		if (rc) {
 			RW_WARN(RW_LOG_NET,
-				"NET/IB: %s: ibv_post_recv(QP %#x) for peer %s failed: %s",
-				c->dev->name, c->qps[i]->qp_num, c->peer, strerror(rc));
+				"NET/IB: %s: ibv_post_recv(QP %#x) for peer %s (GID %s, QPN %#x) "
+				"failed: %s",
+				c->dev->name, c->qps[i]->qp_num, c->peer, c->peer_gid, c->rqpn[i],
+				strerror(rc));
 			return -rc;
 		}
 		c->rq_posted[i]++;

@@ -212,9 +212,11 @@ static int post_send(struct rw_ib_comm *c, int qpi, struct ibv_send_wr *wr)
 	int rc = ibv_post_send(c->qps[qpi], wr, &bad);
 
 	if (rc) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: ibv_post_send(QP %#x, %s) to peer %s failed: %s",
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: ibv_post_send(QP %#x, %s) to peer %s (GID %s, QPN %#x) "
+			"failed: %s",
 			c->dev->name, c->qps[qpi]->qp_num, wr_kind_str((int)(wr->wr_id & 7)),
-			c->peer, strerror(rc));
+			c->peer, c->peer_gid, c->rqpn[qpi], strerror(rc));
 		rw_ib_comm_fail(c, -rc);
 		return -rc;
 	}
