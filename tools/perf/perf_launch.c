@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Where ranks come from: mpirun (Open MPI's OMPI_COMM_WORLD_*, or PMI_*),
+ * torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, or --local N,
+ * which forks N ranks on this host.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/rw_params.h"
+#include "tools/perf/perf.h"
+
+static int to_int(const char *s, int *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > 1 << 20)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+/* Same on every rank of one mpirun job on one host. */
+static unsigned job_hash(void)
+{
+	static const char *const vars[] = {
+		"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_KVS_NAME", "PMI_FD",
+		"OMPI_MCA_orte_hnp_uri",
+	};
+	unsigned h = 2166136261u;
+	bool any = false;
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = rw_env_get(vars[i]);
+
+		for (; v && *v; v++, any = true)
+			h = (h ^ (unsigned char)*v) * 16777619u;
+	}
+	if (!any) /* the launcher's daemon is every local rank's parent */
+		h = (h ^ (unsigned)getppid()) * 16777619u;
+	return h;
+}
+
+int perf_ranks_from_env(struct perf_ranks *out)
+{
+	const char *r, *s, *local;
+	struct rw_config cfg;
+	int local_size = -1;
+
+	memset(out, 0, sizeof(*out));
+	rw_config_load(&cfg, NULL, NULL);
+	if ((r = rw_env_get("OMPI_COMM_WORLD_RANK")) && (s = rw_env_get("OMPI_COMM_WORLD_SIZE"))) {
+		out->how = "mpirun";
+		local = rw_env_get("OMPI_COMM_WORLD_LOCAL_SIZE");
+	} else if ((r = rw_env_get("PMI_RANK")) && (s = rw_env_get("PMI_SIZE"))) {
+		out->how = "mpirun";
+		local = rw_env_get("MPI_LOCALNRANKS");
+	} else if ((r = rw_env_get("RANK")) && (s = rw_env_get("WORLD_SIZE"))) {
+		out->how = "torchrun";
+		local = NULL;
+	} else {
+		out->how = "single";
+		out->nranks = 1;
+		return 0;
+	}
+	if (to_int(r, &out->rank) || to_int(s, &out->nranks) || out->nranks < 1 ||
+	    out->rank >= out->nranks) {
+		fprintf(stderr, "ringway-perf: bad rank %s of %s from the environment\n", r, s);
+		return -EINVAL;
+	}
+	if (local && to_int(local, &local_size))
+		local_size = -1;
+	/* the library's own default: RINGWAY_ROOT, else MASTER_ADDR/PORT */
+	if (cfg.root[0] || (rw_env_get("MASTER_ADDR") && rw_env_get("MASTER_PORT")))
+		return 0;
+	if (strcmp(out->how, "mpirun") == 0 && local_size == out->nranks) {
+		snprintf(out->root, sizeof(out->root), "127.0.0.1:%u", 20000 + job_hash() % 30000);
+		return 0;
+	}
+	if (out->nranks > 1) {
+		fprintf(stderr,
+			"ringway-perf: %d ranks on several hosts: set RINGWAY_ROOT=<rank 0's host>:<port>\n",
+			out->nranks);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A port on 127.0.0.1 that is free now (rank 0 binds it again). */
+static int free_port(void)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(in);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&in, sizeof(in)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&in, &len) == 0)
+		port = ntohs(in.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), void *arg)
+{
+	pid_t *pids = calloc((size_t)n, sizeof(*pids));
+	int port = free_port(), failed = 0;
+
+	if (!pids || port < 0) {
+		fprintf(stderr, "ringway-perf: --local: no free port on 127.0.0.1\n");
+		free(pids);
+		return 1;
+	}
+	fflush(NULL);
+	for (int r = 0; r < n; r++) {
+		pids[r] = fork();
+		if (pids[r] == 0) {
+			struct perf_ranks pr = { .rank = r, .nranks = n, .how = "--local" };
+			int rc;
+
+			snprintf(pr.root, sizeof(pr.root), "127.0.0.1:%d", port);
+			rc = body(&pr, arg);
+			fflush(NULL);
+			_exit(rc ? 1 : 0);
+		}
+		if (pids[r] < 0) {
+			perror("ringway-perf: fork");
+			failed++;
+			break;
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		int st;
+
+		if (pids[r] <= 0 || waitpid(pids[r], &st, 0) != pids[r])
+			continue;
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "ringway-perf: rank %d %s %d\n", r,
+				WIFEXITED(st) ? "exited with" : "killed by signal",
+				WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			failed++;
+		}
+	}
+	free(pids);
+	return failed ? 1 : 0;
+}
