@@ -10,6 +10,7 @@
 
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -712,6 +713,121 @@ static void close_with_requests_outstanding(void **state)
 	}
 }
 
+/* --- threads ---------------------------------------------------------------------- */
+
+struct worker {
+	pthread_t t;
+	uint64_t seed;
+	int rc;           /* 0, or what went wrong */
+	const char *what;
+};
+
+#define WORKER_CHECK(w, call)                          \
+	do {                                           \
+		int rc_ = (call);                      \
+		if (rc_) {                             \
+			(w)->rc = rc_;                 \
+			(w)->what = #call;             \
+			goto out;                      \
+		}                                      \
+	} while (0)
+
+/* One thread: its own pair, messages of random sizes, checked. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct pair pr = { 0 };
+	struct buf sb = { 0 }, rb = { 0 };
+	uint64_t x = w->seed;
+
+	WORKER_CHECK(w, pair_open(net, &pr));
+	WORKER_CHECK(w, buf_get(pr.s, &sb, MIB));
+	WORKER_CHECK(w, buf_get(pr.r, &rb, MIB));
+	for (int i = 0; i < 40; i++) {
+		struct op ops[2];
+		size_t len;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		len = (size_t)(x >> 44) % MIB;
+		rw_test_fill(sb.p, len, x);
+		WORKER_CHECK(w, recv1_post(pr.r, &rb, MIB, i, &ops[1]));
+		WORKER_CHECK(w, send_post(pr.s, sb.p, len, i, sb.mr, &ops[0]));
+		WORKER_CHECK(w, drive(ops, 2, WAIT_MS));
+		WORKER_CHECK(w, ops[0].rc);
+		WORKER_CHECK(w, ops[1].rc);
+		WORKER_CHECK(w, ops[1].sizes[0] == len ? 0 : -EIO);
+		WORKER_CHECK(w, memcmp(sb.p, rb.p, len) ? -EIO : 0);
+	}
+out:
+	if (sb.p)
+		buf_put(pr.s, &sb);
+	if (rb.p)
+		buf_put(pr.r, &rb);
+	if (pr.s)
+		rw_net_close_send(pr.s);
+	if (pr.r)
+		rw_net_close_recv(pr.r);
+	return NULL;
+}
+
+/* Registrations come and go on a comm while another thread moves data. */
+static void *registrar_main(void *arg)
+{
+	struct worker *w = arg;
+	struct rw_net_comm *c = (struct rw_net_comm *)(uintptr_t)w->seed;
+	char scratch[256];
+
+	for (int i = 0; i < 500; i++) {
+		struct rw_net_mr *mr;
+
+		WORKER_CHECK(w, rw_net_reg_mr(c, scratch, sizeof(scratch), RW_PTR_HOST, &mr));
+		WORKER_CHECK(w, rw_net_dereg_mr(c, mr));
+	}
+out:
+	return NULL;
+}
+
+/* Different comms from different threads at once; reg_mr racing the data
+ * path of one comm (rw_net.h, "Threads"). */
+static void comms_used_from_several_threads(void **state)
+{
+	struct worker w[4] = { 0 }, reg = { 0 };
+	struct pair pr;
+	struct buf sb, rb;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		w[i].seed = 0x1234567ull * (uint64_t)(i + 1);
+		assert_int_equal(pthread_create(&w[i].t, NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(w[i].t, NULL), 0);
+		if (w[i].rc)
+			fail_msg("thread %d: %s gave %d", i, w[i].what, w[i].rc);
+	}
+
+	assert_int_equal(pair_open(net, &pr), 0);
+	assert_int_equal(buf_get(pr.s, &sb, 4096), 0);
+	assert_int_equal(buf_get(pr.r, &rb, 4096), 0);
+	reg.seed = (uint64_t)(uintptr_t)pr.s;
+	assert_int_equal(pthread_create(&reg.t, NULL, registrar_main, &reg), 0);
+	for (int i = 0; i < 200; i++) {
+		struct op ops[2];
+
+		assert_int_equal(recv1_post(pr.r, &rb, 4096, 0, &ops[1]), 0);
+		assert_int_equal(send_post(pr.s, sb.p, (size_t)i * 20, 0, sb.mr, &ops[0]), 0);
+		assert_int_equal(drive(ops, 2, WAIT_MS), 0);
+		assert_int_equal(ops[0].rc, 0);
+		assert_int_equal(ops[1].rc, 0);
+	}
+	assert_int_equal(pthread_join(reg.t, NULL), 0);
+	if (reg.rc)
+		fail_msg("registrar: %s gave %d", reg.what, reg.rc);
+	buf_put(pr.s, &sb);
+	buf_put(pr.r, &rb);
+	pair_close(&pr);
+}
+
 /* --- fault cases: a second process ------------------------------------------ */
 
 struct child {
@@ -1176,6 +1292,7 @@ int conf_run(const struct conf_backend *b)
 		CASE(many_requests_in_flight),
 		CASE(random_sizes_byte_for_byte),
 		CASE(close_with_requests_outstanding),
+		CASE(comms_used_from_several_threads),
 		CASE(peer_killed_while_sending),
 		CASE(peer_killed_while_receiving),
 		CASE(silent_sender_times_out),
