@@ -398,7 +398,7 @@ int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank,
 	int n, rc;
 
 	if (nranks < 1 || rank < 0 || rank >= nranks || timeout_ms < 1 || !out ||
-	    (!root && (rank != 0 || listen_fd < 0))) {
+	    (!root && nranks > 1 && (rank != 0 || listen_fd < 0))) {
 		RW_WARN(RW_LOG_INIT, "bootstrap: bad arguments (rank %d of %d, root %s)",
 			rank, nranks, root ? root : "NULL");
 		rc = -EINVAL;
