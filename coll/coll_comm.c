@@ -4,16 +4,7 @@
  * the queue of collectives and their progress, and what happens when a
  * peer fails (see rw_coll.h).
  *
- * Control links.  Each rank has a control link to and from both ring
- * neighbours.  Every collective ends with a token sent on both outgoing
- * ones, and a receive is posted on an incoming one exactly while a token is
- * due on it, so no receive waits across idle time (transports fail a
- * receive that waits longer than RINGWAY_TIMEOUT_MS).  The first rank to see
- * a failure sends a notice instead (which rank failed, who saw it) to both
- * neighbours, each of which forwards it once in the same way, so every rank
- * learns which rank failed instead of only that its neighbour went quiet.
- * After a failure the data links are closed at once, which cancels every
- * transfer into or out of the user's buffers.
+ * The control links (tokens, failure notices) are coll_ctl.c's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,27 +15,6 @@
 #include "coll/coll_internal.h"
 #include "common/rw_log.h"
 #include "common/rw_nvtx.h"
-
-#define NOTICE_MAGIC 0x42415752u /* "RWAB" */
-#define TOKEN_MAGIC 0x4b4f5752u  /* "RWOK" */
-#define NOTICE_GRACE_MS 200      /* how long a link error waits for a notice */
-#define NOTICE_OFF (RW_COLL_CTL_BYTES / 2)
-
-struct token {
-	uint32_t magic;
-	uint32_t rsvd;
-	uint64_t rsvd2;
-};
-static_assert(sizeof(struct token) <= NOTICE_OFF, "token fits before the notice");
-
-struct notice {
-	uint32_t magic;
-	int32_t failed;   /* the rank that failed */
-	int32_t reporter; /* the rank that saw it */
-	int32_t err;      /* -errno the reporter saw */
-};
-static_assert(NOTICE_OFF + sizeof(struct notice) <= RW_COLL_CTL_BYTES,
-	      "notice fits the ctl buffer");
 
 static_assert((int)RW_COLL_ALLREDUCE == (int)RW_RING_ALLREDUCE &&
 		      (int)RW_COLL_REDUCE_SCATTER == (int)RW_RING_REDUCE_SCATTER &&
@@ -199,310 +169,6 @@ static void stages_free(struct rw_coll_comm *c)
 	c->stage = c->ps_stage = NULL;
 }
 
-/* --- control links: tokens and failure notices --------------------------------- */
-
-/* Outgoing control links are rw_link_ctrl(c, 0) (next) and (c, 2) (prev);
- * incoming ones (c, 1) (prev) and (c, 3) (next). */
-
-static void ctl_sends_reap(struct rw_coll_link *l)
-{
-	while (l->sq_n) {
-		int done = 0, rc = rw_net_test(l->sq[l->sq_head], &done, NULL);
-
-		if (!rc && !done)
-			return;
-		/* an error freed the request: the neighbour is gone, which the
-		 * data links report */
-		l->sq_head = (l->sq_head + 1) % RW_COLL_CTL_SENDS;
-		l->sq_n--;
-	}
-}
-
-/* Send len bytes at off of l's ctl buffer.  -EAGAIN: no room now. */
-static int ctl_send(struct rw_coll_link *l, size_t off, size_t len)
-{
-	struct rw_net_req *req = NULL;
-	int rc;
-
-	if (!l->comm)
-		return -ENOTCONN;
-	ctl_sends_reap(l);
-	if (l->sq_n == RW_COLL_CTL_SENDS)
-		return -EAGAIN;
-	rc = rw_net_isend(l->comm, l->ctl->buf + off, len, RW_COLL_TAG, l->ctl->mr, &req);
-	if (rc)
-		return rc;
-	if (!req)
-		return -EAGAIN;
-	l->sq[(l->sq_head + l->sq_n++) % RW_COLL_CTL_SENDS] = req;
-	return 0;
-}
-
-static int post_ctl_recv(struct rw_coll_link *l)
-{
-	size_t size = RW_COLL_CTL_BYTES;
-	int tag = RW_COLL_TAG;
-	void *data = l->ctl->buf;
-
-	return rw_net_irecv(l->comm, 1, &data, &size, &tag, &l->ctl->mr, &l->ctl_req);
-}
-
-static void ctl_link_lost(struct rw_coll_link *l)
-{
-	l->ctl_req = NULL;
-	if (l->is_send)
-		rw_net_close_send(l->comm);
-	else
-		rw_net_close_recv(l->comm); /* takes the ctl registration */
-	l->comm = NULL;
-	free(l->ctl);
-	l->ctl = NULL;
-}
-
-/*
- * Take what arrived on the incoming control links: tokens are counted, a
- * receive stays posted while one is due.  1: a notice arrived (in *n);
- * 2: a link failed (*dead = its peer, *err = the error); 0: nothing new.
- */
-static int ctl_poll(struct rw_coll_comm *c, struct notice *n, int *dead, int *err)
-{
-	for (int i = 0; i < 4; i += 2)
-		if (c->links[rw_link_ctrl(c, i)].comm)
-			ctl_sends_reap(&c->links[rw_link_ctrl(c, i)]);
-	for (int i = 1; i < 4; i += 2) {
-		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
-
-		while (l->comm) {
-			const struct token *t = (const void *)l->ctl->buf;
-			size_t got = 0;
-			int done = 0, rc = 0;
-
-			if (!l->ctl_req) {
-				if (l->tokens >= c->tokens_due)
-					break;
-				rc = post_ctl_recv(l);
-			}
-			if (!rc && l->ctl_req)
-				rc = rw_net_test(l->ctl_req, &done, &got);
-			if (rc) {
-				*dead = l->peer;
-				*err = rc;
-				ctl_link_lost(l);
-				return 2;
-			}
-			if (!done)
-				break;
-			l->ctl_req = NULL;
-			if (got >= sizeof(*t) && t->magic == TOKEN_MAGIC) {
-				l->tokens++;
-				continue;
-			}
-			memcpy(n, l->ctl->buf, sizeof(*n));
-			if (got == sizeof(*n) && n->magic == NOTICE_MAGIC && n->failed >= 0 &&
-			    n->failed < c->nranks)
-				return 1;
-			RW_WARN(RW_LOG_COLL,
-				"coll: rank %d: garbled control message (%zu bytes) from rank %d",
-				c->rank, got, l->peer);
-			*n = (struct notice){ .magic = NOTICE_MAGIC, .failed = l->peer,
-					      .reporter = c->rank, .err = -EPROTO };
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* A collective finished here: one token to each neighbour.  -EAGAIN: try
- * again (the collective is not reported done before its tokens left). */
-static int tokens_send(struct rw_coll_req *r)
-{
-	struct rw_coll_comm *c = r->comm;
-	const struct token t = { .magic = TOKEN_MAGIC };
-
-	for (int i = 0; i < 2; i++) {
-		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, 2 * i)];
-		int rc;
-
-		if (r->tokens_sent & (1u << i))
-			continue;
-		if (l->comm) {
-			memcpy(l->ctl->buf, &t, sizeof(t));
-			rc = ctl_send(l, 0, sizeof(t));
-			if (rc == -EAGAIN)
-				return rc;
-			/* other errors: the neighbour is gone; its link says so */
-		}
-		r->tokens_sent |= 1u << i;
-	}
-	return 0;
-}
-
-/* Tell both neighbours (but not the failed rank) once. */
-static void notices_send(struct rw_coll_comm *c, const struct notice *n)
-{
-	for (int i = 0; i < 4; i += 2) {
-		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
-
-		if (!l->comm || l->notice_sent || l->peer == n->failed)
-			continue;
-		memcpy(l->ctl->buf + NOTICE_OFF, n, sizeof(*n));
-		l->notice_sent = true;
-		ctl_send(l, NOTICE_OFF, sizeof(*n)); /* best effort */
-	}
-}
-
-/* Close the channel and ps links: cancels every transfer of user data. */
-static void close_data_links(struct rw_coll_comm *c)
-{
-	for (int i = 0; i < c->nlinks; i++) {
-		struct rw_coll_link *l = &c->links[i];
-
-		if (!l->comm || rw_link_is_ctrl(l))
-			continue;
-		/* staging registrations go with the comm */
-		if (l->is_send)
-			rw_net_close_send(l->comm);
-		else
-			rw_net_close_recv(l->comm);
-		l->comm = NULL;
-		free(l->ctl); /* the close took its registration */
-		l->ctl = NULL;
-		l->ctl_req = NULL;
-	}
-}
-
-static const char *kind_of(const struct rw_coll_req *r)
-{
-	return r ? rw_coll_kind_name(r->a.kind) : "collective";
-}
-
-/* A notice arrived: fail the comm, say which rank failed, pass it on. */
-/* Where r stands, for messages: what it waits on. */
-struct where {
-	int peer, step;
-	size_t chunk;
-	const char *what;
-};
-
-static struct where where_of(const struct rw_coll_req *r)
-{
-	struct where w = { .peer = r ? r->comm->rank : 0, .step = -1, .what = "waiting on" };
-
-	if (r && r->algo)
-		r->ops->waiting(r, &w.peer, &w.step, &w.chunk, &w.what);
-	return w;
-}
-
-/* A notice arrived: fail the comm, say which rank failed, pass it on. */
-static void accept_notice(struct rw_coll_comm *c, const struct rw_coll_req *r,
-			  const struct notice *n)
-{
-	struct where w = where_of(r);
-
-	if (c->error)
-		return;
-	c->error = -ECONNABORTED;
-	c->failed_rank = n->failed;
-	if (n->err == -ETIMEDOUT)
-		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: %s aborted: rank %d gave up waiting on rank %d (%s) after RINGWAY_TIMEOUT_MS; here %s rank %d (%s) at step %d, chunk %zu",
-			c->rank, kind_of(r), n->reporter, n->failed, c->names[n->failed], w.what,
-			w.peer, c->names[w.peer], w.step, w.chunk);
-	else
-		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: %s aborted at step %d, chunk %zu: rank %d (%s) failed, as rank %d reports (%s)",
-			c->rank, kind_of(r), w.step, w.chunk, n->failed, c->names[n->failed],
-			n->reporter, strerror(-n->err));
-	RW_NVTX_MARK("ringway: peer failed");
-	notices_send(c, n);
-	close_data_links(c);
-}
-
-static bool is_connection_error(int err)
-{
-	switch (-err) {
-	case ECONNRESET:
-	case ECONNREFUSED:
-	case ECONNABORTED:
-	case EPIPE:
-	case ENOTCONN:
-	case EHOSTUNREACH:
-	case ENETUNREACH:
-		return true;
-	default:
-		return false;
-	}
-}
-
-int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what,
-		 int step, size_t chunk)
-{
-	struct rw_coll_comm *c = r->comm;
-	struct notice n = { .magic = NOTICE_MAGIC, .failed = peer,
-			    .reporter = c->rank, .err = err };
-
-	if (c->error)
-		return c->error;
-	if (peer != c->rank && is_connection_error(err)) {
-		/* A neighbour that closed its links because a third rank
-		 * failed has sent a notice first: give it a moment. */
-		uint64_t until = rw_now_ms() + NOTICE_GRACE_MS;
-		int dead = -1, lost = 0, got;
-
-		while ((got = ctl_poll(c, &n, &dead, &lost)) != 1 && rw_now_ms() < until) {
-			if (got == 2 && dead == peer)
-				break;
-			usleep(1000);
-		}
-		if (got == 1) {
-			accept_notice(c, r, &n);
-			return c->error;
-		}
-		n = (struct notice){ .magic = NOTICE_MAGIC, .failed = peer,
-				     .reporter = c->rank, .err = err };
-	}
-	if (err == -ETIMEDOUT) {
-		/* the transport's timeout or ours: name what is most stuck */
-		struct where w = where_of(r);
-
-		if (w.peer == c->rank) /* nothing of the data path is pending */
-			w = (struct where){ .peer = peer, .step = step, .chunk = chunk,
-					    .what = what };
-		peer = w.peer;
-		n.failed = peer;
-		c->error = err;
-		c->failed_rank = peer;
-		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: %s: nothing moved for RINGWAY_TIMEOUT_MS=%d ms %s rank %d (%s) at step %d, chunk %zu",
-			c->rank, kind_of(r), c->timeout_ms, w.what, peer, c->names[peer], w.step,
-			w.chunk);
-		RW_NVTX_MARK("ringway: collective timed out");
-		notices_send(c, &n);
-		close_data_links(c);
-		return err;
-	}
-	if (step < 0) { /* not from the data path: say where the collective is */
-		struct where w = where_of(r);
-
-		step = w.step;
-		chunk = w.chunk;
-	}
-	c->error = err;
-	c->failed_rank = peer;
-	if (peer == c->rank)
-		RW_WARN(RW_LOG_COLL, "coll: rank %d: %s failed here (%s) at step %d, chunk %zu: %s",
-			c->rank, kind_of(r), what, step, chunk, strerror(-err));
-	else
-		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: %s: %s rank %d (%s) failed at step %d, chunk %zu: %s",
-			c->rank, kind_of(r), what, peer, c->names[peer], step, chunk,
-			strerror(-err));
-	RW_NVTX_MARK("ringway: collective failed");
-	notices_send(c, &n);
-	close_data_links(c);
-	return err;
-}
-
 /* --- create / destroy ----------------------------------------------------- */
 
 int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm **out)
@@ -574,44 +240,6 @@ err_free:
 	return rc;
 }
 
-/*
- * Before closing: take the tokens the neighbours owe for the last
- * collectives and see ours (and a notice) leave, so that no transfer is
- * cut by the close.  Bounded by the timeout; a failed comm only gives its
- * sends a second.
- */
-static void quiesce(struct rw_coll_comm *c)
-{
-	uint64_t until = rw_now_ms() + (c->error ? 1000 : (uint64_t)c->timeout_ms);
-
-	if (c->nranks == 1 || !c->links)
-		return;
-	for (;;) {
-		bool pending = false;
-		struct notice n;
-		int dead, lost;
-
-		if (!c->error) {
-			ctl_poll(c, &n, &dead, &lost); /* a late notice changes nothing now */
-		} else {
-			for (int i = 0; i < 4; i += 2)
-				if (c->links[rw_link_ctrl(c, i)].comm)
-					ctl_sends_reap(&c->links[rw_link_ctrl(c, i)]);
-		}
-		for (int i = 0; i < 4; i++) {
-			const struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
-
-			if (!l->comm)
-				continue;
-			if (l->is_send ? l->sq_n > 0 : !c->error && l->tokens < c->tokens_due)
-				pending = true;
-		}
-		if (!pending || rw_now_ms() > until)
-			return;
-		usleep(200);
-	}
-}
-
 static void req_free(struct rw_coll_req *r)
 {
 	free(r->seg);
@@ -630,7 +258,7 @@ void rw_coll_comm_destroy(struct rw_coll_comm *c)
 		finish(r, RW_COLL_FAILED, -ECANCELED);
 		req_free(r);
 	}
-	quiesce(c);
+	rw_coll_quiesce(c);
 	stages_free(c);
 	rw_coll_links_close(c);
 	free(c->links);
@@ -771,17 +399,8 @@ static void progress_comm(struct rw_coll_comm *c)
 			if (c->nranks > 1)
 				c->tokens_due++;
 		}
-		if (c->nranks > 1) {
-			struct notice n;
-			int dead = -1, lost = 0, got = ctl_poll(c, &n, &dead, &lost);
-
-			if (got == 1)
-				accept_notice(c, r, &n);
-			else if (got == 2)
-				rw_coll_fail(r, lost, dead, "the control link from", -1, 0);
-			if (c->error)
-				continue; /* the loop fails the queue */
-		}
+		if (c->nranks > 1 && rw_coll_ctl_progress(r))
+			continue; /* the loop fails the queue */
 		rc = r->ops->progress(r, &progressed);
 		if (rc < 0) {
 			if (!c->error) /* a local failure: the others must hear of it */
@@ -789,7 +408,7 @@ static void progress_comm(struct rw_coll_comm *c)
 			finish(r, RW_COLL_FAILED, c->error ? c->error : rc);
 			continue;
 		}
-		if (rc == 1 && c->nranks > 1 && tokens_send(r) == -EAGAIN)
+		if (rc == 1 && c->nranks > 1 && rw_coll_tokens_send(r) == -EAGAIN)
 			rc = 0; /* done once the tokens have left */
 		if (rc == 1) {
 			c->moves++;

@@ -2,8 +2,9 @@
 /*
  * What the engine's files share (coll/ only; the API is rw_coll.h):
  *   coll_conn.c   the links: connection setup over rw_net with a hello
- *   coll_comm.c   the comm: links, staging, registrations, the op queue,
- *                 failure detection and notices
+ *   coll_comm.c   the comm: links, staging, registrations, the op queue
+ *   coll_ctl.c    the control links: tokens, failure notices, the warning
+ *   coll_start.c  starting a collective; the blocking wait
  *   ring_op.c     the ring collectives' per-channel state machine
  *   ps.c          RINGWAY_ALGO=ps: everything through rank 0
  *   coll_mem.c    where data lives (host or device) and how it moves
@@ -191,7 +192,19 @@ int rw_coll_links_connect(struct rw_coll_comm *c, const void *const *handles,
 /** Close every link that is open. */
 void rw_coll_links_close(struct rw_coll_comm *c);
 
-/* --- coll_comm.c ------------------------------------------------------------ */
+/* --- coll_ctl.c ------------------------------------------------------------- */
+
+/**
+ * Take what arrived on the control links for r: tokens, or a notice (the
+ * comm fails) or a lost link (a failure).  \return the comm's error.
+ */
+int rw_coll_ctl_progress(struct rw_coll_req *r);
+
+/** r finished here: one token to each neighbour.  -EAGAIN: try again. */
+int rw_coll_tokens_send(struct rw_coll_req *r);
+
+/** Before closing: take the tokens owed and let ours leave (bounded). */
+void rw_coll_quiesce(struct rw_coll_comm *c);
 
 /**
  * Record a failure detected by this rank while running r: sets the comm's
@@ -203,6 +216,8 @@ void rw_coll_links_close(struct rw_coll_comm *c);
  */
 int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what,
 		 int step, size_t chunk);
+
+/* --- coll_comm.c ------------------------------------------------------------ */
 
 /** Stage of the ps links (rank 0: one per peer), allocated at first use. */
 int rw_coll_stage_ps(struct rw_coll_comm *c);
