@@ -37,7 +37,7 @@ static void defaults_parse_and_are_in_bounds(void **state)
 		for (size_t j = 0; j < i; j++)
 			assert_string_not_equal(t[i].env, t[j].env);
 	}
-	assert_int_equal(cfg.timeout_ms, 30000);
+	assert_int_equal(cfg.timeout_ms, 600000);
 	assert_int_equal(cfg.socket_nstreams, 4);
 	assert_int_equal(cfg.socket_min_stripe, 256 * 1024);
 	assert_int_equal(cfg.transport, RW_TRANSPORT_AUTO);
@@ -101,7 +101,7 @@ static void bad_values_warn_and_keep_default(void **state)
 	(void)state;
 	rw_test_log_expect("rejected");
 	assert_int_equal(rw_test_config(&cfg, env), 4);
-	assert_int_equal(cfg.timeout_ms, 30000);
+	assert_int_equal(cfg.timeout_ms, 600000);
 	assert_int_equal(cfg.socket_nstreams, 4);
 	assert_int_equal(cfg.socket_min_stripe, 256 * 1024);
 	assert_int_equal(cfg.transport, RW_TRANSPORT_AUTO);
