@@ -254,7 +254,7 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 		char peer[INET6_ADDRSTRLEN + 16];
 
 		describe_peer(&h, shm, part, peer, sizeof(peer));
-		RW_INFO(RW_LOG_NET | RW_LOG_INIT, "auto: connection to %s uses %s (%s)", peer,
+		RW_INFO(RW_LOG_NET, "auto: connection to %s uses %s (%s)", peer,
 			shm ? "shm" : rw_net_name(a->sock), why);
 	}
 	*send_comm = c;
@@ -282,7 +282,7 @@ static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_com
 			return rc;
 	}
 	if (c)
-		RW_INFO(RW_LOG_NET | RW_LOG_INIT, "auto: accepted a connection over %s",
+		RW_INFO(RW_LOG_NET, "auto: accepted a connection over %s",
 			rw_net_name(c->net));
 	*recv_comm = c;
 	return 0;

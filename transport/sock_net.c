@@ -295,7 +295,7 @@ int rw_sock_create(const struct rw_config *cfg, struct rw_net **out)
 		d->pci_path = dev_pci_path(cfg->sysfs_root, d->name);
 		d->speed_mbps = dev_speed(cfg->sysfs_root, d->name);
 		d->guid = dev_guid(cfg->sysfs_root, d->name, i);
-		RW_INFO(RW_LOG_NET | RW_LOG_INIT,
+		RW_INFO(RW_LOG_NET,
 			"socket: dev %d: %s %s, %d Mb/s, pci %s", i, d->name,
 			d->addr_str, d->speed_mbps, d->pci_path ? d->pci_path : "none");
 	}
