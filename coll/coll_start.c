@@ -15,6 +15,9 @@
 #include "common/rw_log.h"
 #include "common/rw_nvtx.h"
 
+#define RW_COLL_SPIN_NS 50000 /* poll this long without sleeping */
+#define RW_COLL_NAP_US 50     /* then sleep this long between polls */
+
 static const char *const kind_names[] = {
 	[RW_COLL_ALLREDUCE] = "allreduce",
 	[RW_COLL_REDUCE_SCATTER] = "reduce-scatter",
@@ -282,8 +285,7 @@ int rw_coll_activate(struct rw_coll_req *r)
 int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 {
 	struct rw_coll_req *r;
-	uint64_t seen;
-	unsigned idle = 0;
+	uint64_t seen, idle_since = 0;
 	int done = 0, rc;
 
 	rc = rw_coll_start(c, a, &r);
@@ -296,14 +298,17 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 			return rc;
 		if (c->moves != seen) {
 			seen = c->moves;
-			idle = 0;
+			idle_since = 0;
 			continue;
 		}
 		/* Nothing moved: let the transport's threads and the other
-		 * ranks on this host run, then sleep a little. */
-		if (++idle < 256)
+		 * ranks on this host run; past RW_COLL_SPIN_NS idle, sleep a
+		 * little between polls (small hosts run more ranks than cores). */
+		if (!idle_since)
+			idle_since = rw_now_ns();
+		if (rw_now_ns() - idle_since < RW_COLL_SPIN_NS)
 			sched_yield();
 		else
-			usleep(20);
+			usleep(RW_COLL_NAP_US);
 	}
 }
