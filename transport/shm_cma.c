@@ -90,6 +90,28 @@ static ssize_t read_to_device(struct rw_shm_comm *c, char *dst, uint64_t src, si
 	return rc ? rc : n;
 }
 
+/* A copy failed: nobody claims another chunk of this job, and the bytes
+ * never claimed count as done, so the receiver sees the job end (failed). */
+static void abort_job(struct rw_shm_comm *c, uint64_t w, uint64_t nchunks, uint64_t chunk,
+		      uint64_t size)
+{
+	struct rw_shm_seg_job *j = &c->d.seg->job;
+	const uint64_t gen = RW_SHM_CLAIM_GEN(w);
+	uint64_t idx;
+
+	w = __atomic_load_n(&j->claim, __ATOMIC_ACQUIRE);
+	for (;;) {
+		idx = w & RW_SHM_CLAIM_IDX_MASK;
+		if (RW_SHM_CLAIM_GEN(w) != gen || idx >= nchunks)
+			return; /* all claimed already, or another job */
+		if (__atomic_compare_exchange_n(&j->claim, &w, RW_SHM_CLAIM(gen, nchunks), false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			break;
+	}
+	__atomic_add_fetch(&c->d.seg->prog.done, size - RW_MIN(size, idx * chunk),
+			   __ATOMIC_RELEASE);
+}
+
 long rw_shm_cma_work(struct rw_shm_comm *c)
 {
 	struct rw_shm_seg_job *j = &c->d.seg->job;
@@ -153,6 +175,8 @@ long rw_shm_cma_work(struct rw_shm_comm *c)
 		/* the chunk is accounted even when it failed, so the job ends */
 		__atomic_add_fetch(&c->d.seg->prog.done, len, __ATOMIC_RELEASE);
 		copied += (long)len;
+		if (n < 0)
+			abort_job(c, w, nchunks, chunk, size);
 		if (n == -ESRCH)
 			return n; /* the peer is gone: the caller says so */
 		if (n < 0) {

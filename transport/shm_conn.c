@@ -224,7 +224,7 @@ static int connect_check_handle(struct rw_shm_net *net, const struct rw_shm_hand
 
 	if (rc == -EINVAL) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: connect: not an shm listen handle (magic %#x)",
-			h ? h->magic : 0);
+			h->magic);
 		return rc;
 	}
 	if (rc) {
@@ -301,16 +301,17 @@ int rw_shm_connect(struct rw_net *base, int dev, const void *handle,
 		   struct rw_net_comm **send_comm)
 {
 	struct rw_shm_net *net = rw_shm_net_from(base);
-	const struct rw_shm_handle *h = handle;
+	struct rw_shm_handle hcopy, *h = &hcopy;
 	struct rw_shm_hello hello;
 	struct rw_shm_comm *c;
 	struct ucred cred;
 	int rc, s = -1, fds[2];
 
-	if (dev != 0 || !send_comm) {
+	if (dev != 0 || !send_comm || !handle) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: connect(dev=%d): only device 0", dev);
 		return -EINVAL;
 	}
+	memcpy(&hcopy, handle, sizeof(hcopy)); /* any alignment */
 	rc = connect_check_handle(net, h);
 	if (rc)
 		return rc;

@@ -41,6 +41,7 @@
 #define RW_SHM_SLAB_REQS 32           /* requests allocated together */
 #define RW_SHM_CMA_CHUNK (1u << 20)   /* bytes one side copies per claim */
 #define RW_SHM_CMA_BUDGET 4           /* claims per progress call and side */
+#define RW_SHM_PAUSE_NS 5000ull       /* pure polling before yielding */
 #define RW_SHM_SLEEP_MAX_NS 1000000ull /* longest sleep in one test() */
 #define RW_SHM_CHECK_NS 1000000ull    /* peer liveness checked this often */
 

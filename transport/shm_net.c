@@ -146,13 +146,17 @@ bool rw_shm_host_id_equal(const struct rw_shm_host_id *a,
 
 /* --- handles -------------------------------------------------------------- */
 
+/* Handles arrive in any buffer (NCCL's are char arrays): copy, never cast. */
 int rw_shm_handle_check(const void *handle)
 {
-	const struct rw_shm_handle *h = handle;
+	struct rw_shm_handle h;
 
-	if (!h || h->magic != RW_SHM_MAGIC)
+	if (!handle)
 		return -EINVAL;
-	if (h->version != RW_SHM_VERSION)
+	memcpy(&h, handle, sizeof(h));
+	if (h.magic != RW_SHM_MAGIC)
+		return -EINVAL;
+	if (h.version != RW_SHM_VERSION)
 		return -EPROTO;
 	return 0;
 }
@@ -160,15 +164,16 @@ int rw_shm_handle_check(const void *handle)
 int rw_shm_handle_addr(const void *handle, struct sockaddr_un *addr,
 		       socklen_t *len)
 {
-	const struct rw_shm_handle *h = handle;
+	struct rw_shm_handle h;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	int rc = rw_shm_handle_check(handle), n;
 
 	if (rc)
 		return rc;
+	memcpy(&h, handle, sizeof(h));
 	/* abstract name: a leading NUL, no terminator */
 	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "%s%016llx",
-		     RW_SHM_SOCK_PREFIX, (unsigned long long)h->nonce);
+		     RW_SHM_SOCK_PREFIX, (unsigned long long)h.nonce);
 	*addr = a;
 	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 	return 0;

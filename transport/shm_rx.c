@@ -303,6 +303,10 @@ static long continue_message(struct rw_shm_comm *c, uint64_t tail)
 		n = rw_shm_cma_work(c);
 		if (n > 0)
 			rw_shm_stat_add(&rw_shm_stats_g.cma_read, n);
+		if (n == -ESRCH) {
+			rw_shm_conn_fail(c, -ECONNRESET, "the sender exited during a copy");
+			return -ECONNRESET;
+		}
 		if (!rw_shm_cma_job_done(c, &err))
 			return n > 0 ? n : 0;
 		if (err == -ESRCH) {

@@ -2,9 +2,11 @@
 /*
  * Waiting without burning a core, and noticing a peer that is gone.
  *
- * test() polls.  When no comm of the instance has moved anything for
- * spin_ns, a test that finds nothing sleeps on the futex word of our
- * doorbell page for at most RW_SHM_SLEEP_MAX_NS.  Every peer rings that
+ * test() polls.  For the first RW_SHM_PAUSE_NS without progress in the
+ * instance it just returns; then, up to spin_ns (RINGWAY_SHM_SPIN_US), a
+ * test that finds nothing yields the core (sched_yield) before returning,
+ * so a peer that shares it runs; after that it sleeps on the futex word of
+ * our doorbell page for at most RW_SHM_SLEEP_MAX_NS.  Every peer rings that
  * doorbell after it publishes something we may wait for, but only when
  * sleepers is non-zero, so the busy path costs one read of a shared line.
  *
@@ -16,6 +18,7 @@
 
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -69,8 +72,15 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 
 	uint64_t last = __atomic_load_n(&net->last_progress_ns, __ATOMIC_RELAXED);
 
-	if (now < last || now - last < net->spin_ns)
+	if (now < last || now - last < RW_SHM_PAUSE_NS)
+		return; /* the peer is likely mid-step: poll again at once */
+	if (now - last < net->spin_ns || c->peer_pid == net->pid) {
+		/* still spinning, but let a peer that shares our core run (a
+		 * peer in this very process could not ring us awake: it is
+		 * likely this thread) */
+		sched_yield();
 		return;
+	}
 	__atomic_add_fetch(&db->sleepers, 1, __ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
 	if (!rw_shm_peek(c)) {

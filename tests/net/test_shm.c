@@ -119,8 +119,8 @@ static void exchange(struct pair *p, size_t size)
 static void host_identity_and_handle(void **state)
 {
 	struct rw_shm_host_id a, b;
-	struct rw_shm_handle h;
-	char raw[RW_NET_HANDLE_MAXSIZE];
+	struct rw_shm_handle h, bad;
+	char raw[RW_NET_HANDLE_MAXSIZE + 1];
 	struct rw_net_listen *l;
 	struct rw_net_comm *c = NULL;
 	struct sockaddr_un addr;
@@ -152,20 +152,24 @@ static void host_identity_and_handle(void **state)
 	assert_memory_equal(addr.sun_path + 1, RW_SHM_SOCK_PREFIX, strlen(RW_SHM_SOCK_PREFIX));
 
 	rw_test_log_expect("shm: connect");
-	memcpy(raw, &h, sizeof(h));
-	((struct rw_shm_handle *)raw)->version = RW_SHM_VERSION + 1;
-	assert_int_equal(rw_shm_handle_check(raw), -EPROTO);
-	assert_int_equal(rw_net_connect(net, 0, raw, &c), -EPROTO);
-	memcpy(raw, &h, sizeof(h));
-	((struct rw_shm_handle *)raw)->host.boot_id[0] ^= 0x80;
-	assert_int_equal(rw_net_connect(net, 0, raw, &c), -EHOSTUNREACH);
+	bad = h;
+	bad.version = RW_SHM_VERSION + 1;
+	memcpy(raw + 1, &bad, sizeof(bad)); /* handles may sit at any address */
+	assert_int_equal(rw_shm_handle_check(raw + 1), -EPROTO);
+	assert_int_equal(rw_net_connect(net, 0, raw + 1, &c), -EPROTO);
+	bad = h;
+	bad.host.boot_id[0] ^= 0x80;
+	memcpy(raw + 1, &bad, sizeof(bad));
+	assert_int_equal(rw_net_connect(net, 0, raw + 1, &c), -EHOSTUNREACH);
 	assert_int_equal(rw_test_log_count("on another host or network namespace"), 1);
-	memcpy(raw, &h, sizeof(h));
-	((struct rw_shm_handle *)raw)->uid = geteuid() + 1;
-	assert_int_equal(rw_net_connect(net, 0, raw, &c), -EPERM);
-	memcpy(raw, &h, sizeof(h));
-	((struct rw_shm_handle *)raw)->nonce ^= 1; /* nobody listens there */
-	assert_int_equal(rw_net_connect(net, 0, raw, &c), -ECONNREFUSED);
+	bad = h;
+	bad.uid = geteuid() + 1;
+	memcpy(raw + 1, &bad, sizeof(bad));
+	assert_int_equal(rw_net_connect(net, 0, raw + 1, &c), -EPERM);
+	bad = h;
+	bad.nonce ^= 1; /* nobody listens there */
+	memcpy(raw + 1, &bad, sizeof(bad));
+	assert_int_equal(rw_net_connect(net, 0, raw + 1, &c), -ECONNREFUSED);
 	assert_null(c);
 	assert_int_equal(rw_net_close_listen(l), 0);
 }
@@ -499,7 +503,8 @@ static void auto_picks_shm_here_and_socket_elsewhere(void **state)
 
 	/* a handle from "another host": the network listener in it (ib where
 	 * this host has RDMA, else socket) */
-	((struct rw_auto_handle *)raw)->shm.host.boot_id[5] ^= 0x10;
+	h.shm.host.boot_id[5] ^= 0x10;
+	memcpy(raw, &h, sizeof(h));
 	p.s = p.r = NULL;
 	for (uint64_t end = rw_now_ms() + SHM_WAIT_MS; !p.s || !p.r;) {
 		if (!p.s)
