@@ -446,6 +446,19 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 	if (o->baseline) {
 		struct np_raw_result raw = { 0 };
 		int iters = auto_iters(o, o->max_bytes);
+		double mc = 0;
+
+		/* one thread's memcpy on rank 0 while rank 1 waits */
+		rc = np_barrier(p->boot);
+		if (!rc && p->rank == 0)
+			mc = np_memcpy_gbps(p->rbuf, p->sbuf, bufsize, iters);
+		rc = rc ? rc : np_barrier(p->boot);
+		if (rc)
+			return rc;
+		if (p->rank == 0)
+			printf("#\n# memcpy, one thread, %zu B x %d: %.3f GB/s\n"
+			       "# ringway at %zu B: %.3f GB/s = %.2fx memcpy\n",
+			       bufsize, iters, mc, last, last_bw, last_bw / mc);
 
 		rc = np_raw_tcp(p->boot, p->rank, raw_host, bufsize, iters, 2000, &raw);
 		if (rc) {

@@ -37,4 +37,9 @@ int np_raw_tcp(int boot, int rank, const char *host, size_t bytes, int iters,
 
 double np_now_us(void);
 
+/* Single-thread memcpy of bytes from src to dst, iters times after one
+ * untimed copy: the local copy bandwidth in GB/s (1e9), the yardstick for a
+ * same-host transport. */
+double np_memcpy_gbps(void *dst, const void *src, size_t bytes, int iters);
+
 #endif /* RW_NETPERF_NP_H */

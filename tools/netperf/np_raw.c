@@ -22,6 +22,19 @@ double np_now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+double np_memcpy_gbps(void *dst, const void *src, size_t bytes, int iters)
+{
+	double t0;
+
+	memcpy(dst, src, bytes);
+	t0 = np_now_us();
+	for (int i = 0; i < iters; i++) {
+		memcpy(dst, src, bytes);
+		__asm__ __volatile__("" : : "r"(dst) : "memory"); /* keep every copy */
+	}
+	return (double)bytes * iters / ((np_now_us() - t0) * 1e3);
+}
+
 int np_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
