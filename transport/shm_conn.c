@@ -331,7 +331,7 @@ int rw_shm_connect(struct rw_net *base, int dev, const void *handle,
 	c->conn_id = random64();
 	c->d.nslots = net->nslots;
 	c->d.slot_bytes = net->slot_bytes;
-	c->d.seg_bytes = RW_SHM_CTRL_BYTES + (size_t)c->d.nslots * c->d.slot_bytes;
+	c->d.seg_bytes = RW_SHM_SLOTS_OFFSET + (size_t)c->d.nslots * c->d.slot_bytes;
 	set_peer_name(c);
 	rc = rw_shm_memfd_create("ringway-shm", c->d.seg_bytes, &c->d.seg_fd);
 	if (rc)
@@ -339,7 +339,8 @@ int rw_shm_connect(struct rw_net *base, int dev, const void *handle,
 	rc = rw_shm_map(c->d.seg_fd, c->d.seg_bytes, (void **)&c->d.seg);
 	if (rc)
 		goto err_free_comm;
-	c->d.slots = (char *)c->d.seg + RW_SHM_CTRL_BYTES;
+	c->d.post = (struct rw_shm_post *)((char *)c->d.seg + RW_SHM_CTRL_BYTES);
+	c->d.slots = (char *)c->d.seg + RW_SHM_SLOTS_OFFSET;
 	rw_shm_seg_init(c->d.seg, h->nonce, c->conn_id, c->d.nslots, c->d.slot_bytes, c->d.seg_bytes);
 	c->d.probe_word = random64();
 	hello = (struct rw_shm_hello){
@@ -501,7 +502,7 @@ static int hello_check(const struct rw_shm_hello *h, ssize_t n, uint64_t nonce, 
 			(int)pid, (unsigned long long)h->nonce, (unsigned long long)nonce);
 		return -EPROTO;
 	}
-	if (h->seg_bytes < RW_SHM_CTRL_BYTES + 2 * 4096 || h->seg_bytes > RW_SHM_MAX_SEG_BYTES) {
+	if (h->seg_bytes < RW_SHM_SLOTS_OFFSET + 2 * 4096 || h->seg_bytes > RW_SHM_MAX_SEG_BYTES) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
 			"shm: connection from pid %d refused: segment of %llu bytes", (int)pid,
 			(unsigned long long)h->seg_bytes);
@@ -555,7 +556,8 @@ static int accept_one(struct rw_shm_listen *l, struct rw_shm_pending *p,
 		goto err_free_comm;
 	c->d.nslots = hdr.nslots;
 	c->d.slot_bytes = hdr.slot_bytes;
-	c->d.slots = (char *)c->d.seg + RW_SHM_CTRL_BYTES;
+	c->d.post = (struct rw_shm_post *)((char *)c->d.seg + RW_SHM_CTRL_BYTES);
+	c->d.slots = (char *)c->d.seg + RW_SHM_SLOTS_OFFSET;
 	rc = rw_shm_memfd_check(fds[1], RW_SHM_DB_BYTES, "doorbell", c->peer);
 	if (rc == 0)
 		rc = rw_shm_map(fds[1], RW_SHM_DB_BYTES, (void **)&c->d.peer_db);

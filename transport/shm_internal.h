@@ -46,6 +46,8 @@
 #define RW_SHM_CHECK_NS 1000000ull    /* peer liveness checked this often */
 
 static_assert(RW_SHM_MAX_REQS < RW_SHM_ACK_RING, "ack ring too small");
+static_assert(RW_SHM_MAX_REQS < RW_SHM_POST_RING, "post ring too small");
+static_assert(RW_SHM_MAX_RECVS == RW_NET_MAX_RECVS, "post entries hold RW_NET_MAX_RECVS");
 static_assert(RW_SHM_MAX_REQS % RW_SHM_SLAB_REQS == 0, "whole slabs");
 
 /* Object tags, checked on every entry point. */
@@ -189,6 +191,8 @@ struct rw_shm_req {
 	uint32_t mode;         /* enum rw_shm_slot_kind, 0 until chosen */
 	size_t sent;           /* bytes published into slots (FRAG) */
 	bool published;        /* every slot of the message is out */
+	bool resolved;         /* its receive is known (replayed matching) */
+	int rstatus;           /* what the receiver will make of it */
 	/* receive: n messages, each to the buffer with its tag */
 	int n;
 	int nmatched;
@@ -223,6 +227,7 @@ struct rw_shm_ipc_cache {
 struct rw_shm_data {
 	int seg_fd;
 	struct rw_shm_seg *seg;
+	struct rw_shm_post *post; /* the post ring */
 	char *slots;
 	size_t seg_bytes;
 	uint32_t nslots;
@@ -242,11 +247,15 @@ struct rw_shm_data {
 	bool coop;             /* we may write the receiver's memory */
 	uint64_t tail;         /* slots published */
 	uint64_t next_seq;     /* number of the next message */
-	uint64_t seen_head, seen_acked, seen_claim;
+	uint64_t post_cur;     /* posted receive the next message goes to */
+	uint32_t post_used;    /* its buffers taken so far (bit mask) */
+	int post_taken;        /* its messages so far */
+	uint64_t seen_head, seen_acked, seen_claim, seen_posted;
 
 	/* receiver */
 	uint64_t head;         /* slots consumed */
 	uint64_t acked;        /* messages finished */
+	uint64_t posted;       /* receives written to the post ring */
 	uint64_t seen_tail;
 	uint64_t rx_seq;       /* number of the next message to start */
 	enum rw_shm_rx_state rx;

@@ -21,15 +21,27 @@
  * wrong is refused with a reply whose status is negative, and a close.
  *
  * Segment (one per connection; sender = connecting side, receiver =
- * accepting side).  A 4 KiB control page, then nslots slots of slot_bytes:
+ * accepting side).  A 4 KiB control page, the ring of posted receives
+ * (RW_SHM_POST_RING entries), then nslots slots of slot_bytes:
  *
  *   line 0  rw_shm_seg_hdr     written once by the creator
- *   line 1  sender line        tail (slots published), closed: sender only
+ *   line 1  sender line        tail (slots published), replayed (posted
+ *                              receives the sender is done with), closed:
+ *                              sender only
  *   line 2  receiver line      head (slots consumed), acked (messages
- *                              finished), closed, accepted: receiver only
+ *                              finished), posted (receives posted),
+ *                              closed, accepted: receiver only
  *   line 3  CMA job            claim word, addresses, size: both sides
  *   line 4  CMA progress       bytes done, error: both sides
  *   5..36   ack status ring    receiver only
+ *
+ * Posted receives.  irecv writes its buffers' tags and sizes to the post
+ * ring before it counts them in rx.posted; the sender replays the
+ * receiver's matching on them (a message goes to the oldest receive still
+ * owed one, to the buffer with its tag), so it knows the fate of a message
+ * without waiting for the receiver: a message that fits a slot, or goes
+ * through the slots, completes once it is out and its receive is known; one
+ * copied from the sender's buffer (CMA, CUDA) completes when acked.
  *
  * Each counter sits on its own 64-byte line with one writer, so a spinning
  * reader only misses when the line really changed (no false sharing).
@@ -54,7 +66,10 @@
 #define RW_SHM_DB_MAGIC 0x4c425752u   /* "RWBL" */
 #define RW_SHM_SOCK_PREFIX "ringway-shm."
 #define RW_SHM_CACHELINE 64
-#define RW_SHM_CTRL_BYTES 4096        /* control page before the slots */
+#define RW_SHM_CTRL_BYTES 4096        /* control page */
+#define RW_SHM_POST_RING 512          /* posted receives in flight */
+#define RW_SHM_POST_BYTES (RW_SHM_POST_RING * 128) /* after the control page */
+#define RW_SHM_SLOTS_OFFSET (RW_SHM_CTRL_BYTES + RW_SHM_POST_BYTES)
 #define RW_SHM_DB_BYTES 4096          /* doorbell page */
 #define RW_SHM_ACK_RING 512           /* > sends in flight per connection (256) */
 #define RW_SHM_SLOT_HDR_BYTES 64
@@ -151,7 +166,7 @@ struct rw_shm_seg_hdr {
 	int32_t creator_pid;  /* 28: in the creator's namespace */
 	uint32_t nslots;      /* 32 */
 	uint32_t slot_bytes;  /* 36: multiple of 4096, header included */
-	uint64_t seg_bytes;   /* 40: ctrl_bytes + nslots * slot_bytes */
+	uint64_t seg_bytes;   /* 40: RW_SHM_SLOTS_OFFSET + nslots * slot_bytes */
 	uint64_t rsvd[2];     /* 48: zero */
 };
 
@@ -159,19 +174,21 @@ static_assert(sizeof(struct rw_shm_seg_hdr) == RW_SHM_CACHELINE, "segment header
 
 /** Sender's line: only the sender writes it. */
 struct rw_shm_seg_tx {
-	uint64_t tail;   /* slots published (monotonic) */
-	uint32_t closed; /* 1 once the sender closed its side */
+	uint64_t tail;     /* slots published (monotonic) */
+	uint64_t replayed; /* posted receives the sender is done with */
+	uint32_t closed;   /* 1 once the sender closed its side */
 	uint32_t rsvd;
-	uint64_t pad[6];
+	uint64_t pad[5];
 };
 
 /** Receiver's line: only the receiver writes it. */
 struct rw_shm_seg_rx {
 	uint64_t head;     /* slots consumed (monotonic) */
 	uint64_t acked;    /* messages finished; status in ack[] */
+	uint64_t posted;   /* receives posted; entries in the post ring */
 	uint32_t closed;   /* 1 once the receiver closed its side */
 	uint32_t accepted; /* 1 once the receiver validated everything */
-	uint64_t pad[5];
+	uint64_t pad[4];
 };
 
 /*
@@ -228,6 +245,20 @@ static_assert(offsetof(struct rw_shm_seg, job) == 192, "segment layout");
 static_assert(offsetof(struct rw_shm_seg, prog) == 256, "segment layout");
 static_assert(offsetof(struct rw_shm_seg, ack) == 320, "segment layout");
 static_assert(sizeof(struct rw_shm_seg) <= RW_SHM_CTRL_BYTES, "control page");
+
+/** One posted receive (irecv), in the post ring at RW_SHM_CTRL_BYTES. */
+struct rw_shm_post {
+	uint32_t n;        /*   0: buffers, 1..RW_SHM_MAX_RECVS */
+	uint32_t rsvd;     /*   4 */
+	uint64_t seq;      /*   8: number of the receive on this connection */
+	int32_t tag[8];    /*  16: each buffer's tag */
+	uint64_t size[8];  /*  48: each buffer's size */
+	uint64_t pad[2];   /* 112 */
+};
+
+#define RW_SHM_MAX_RECVS 8 /* == RW_NET_MAX_RECVS */
+static_assert(sizeof(struct rw_shm_post) == 128, "post entry layout");
+static_assert(RW_SHM_POST_BYTES % 4096 == 0, "slots start on a page");
 
 /* rw_shm_slot.kind */
 enum rw_shm_slot_kind {

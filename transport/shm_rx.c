@@ -366,6 +366,20 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 	return 0;
 }
 
+/* Tell the sender about receive r (shm_layout.h: posted receives). */
+static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
+{
+	struct rw_shm_post e = { .n = (uint32_t)r->n, .seq = c->d.posted };
+
+	for (int i = 0; i < r->n; i++) {
+		e.tag[i] = r->buf[i].tag;
+		e.size[i] = r->buf[i].cap;
+	}
+	memcpy(&c->d.post[c->d.posted % RW_SHM_POST_RING], &e, sizeof(e));
+	c->d.posted++;
+	__atomic_store_n(&c->d.seg->rx.posted, c->d.posted, __ATOMIC_RELEASE);
+}
+
 int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
 		 const size_t *sizes, const int *tags, struct rw_net_mr **mrs,
 		 struct rw_net_req **req)
@@ -397,9 +411,9 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
 	}
 	if (c->fail)
 		return c->fail;
-	r = rw_shm_req_get(c, RW_SHM_REQ_RECV);
-	if (!r) {
-		*req = NULL;
+	if (c->d.posted - __atomic_load_n(&c->d.seg->tx.replayed, __ATOMIC_ACQUIRE) >=
+	    RW_SHM_POST_RING || !(r = rw_shm_req_get(c, RW_SHM_REQ_RECV))) {
+		*req = NULL; /* no room: the sender has yet to catch up */
 		return 0;
 	}
 	r->n = n;
@@ -411,9 +425,11 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
 			.type = rw_shm_mr_from(mrs[i])->type,
 		};
 	}
+	post(c, r);
 	r->posted_ns = rw_now_ns();
 	rw_shm_queue_push(c, r);
 	rw_shm_rx_progress(c, r->posted_ns);
+	rw_shm_ring(c); /* a sender waiting to learn its messages' fate */
 	*req = &r->base;
 	return 0;
 }

@@ -127,7 +127,7 @@ int rw_shm_seg_check(const struct rw_shm_seg_hdr *s, const struct rw_shm_hello *
 	else if (s->ctrl_bytes != RW_SHM_CTRL_BYTES || s->nslots < 2 ||
 		 s->slot_bytes < 4096 || s->slot_bytes % 4096 ||
 		 s->seg_bytes != h->seg_bytes ||
-		 s->seg_bytes != RW_SHM_CTRL_BYTES + (uint64_t)s->nslots * s->slot_bytes)
+		 s->seg_bytes != RW_SHM_SLOTS_OFFSET + (uint64_t)s->nslots * s->slot_bytes)
 		why = "inconsistent geometry";
 	if (!why)
 		return 0;

@@ -126,24 +126,89 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t he
 	return written;
 }
 
-/* Complete the sends the receiver acked, oldest first. */
-static int reap_acks(struct rw_shm_comm *c)
+/*
+ * Replay the receiver's matching for the messages whose receive is posted:
+ * message after message, the oldest receive still owed one, the buffer with
+ * the message's tag.  The result is what the receiver will do with it.
+ */
+static int resolve(struct rw_shm_comm *c)
 {
-	uint64_t acked = __atomic_load_n(&c->d.seg->rx.acked, __ATOMIC_ACQUIRE);
-	int moved = 0;
+	struct rw_shm_data *d = &c->d;
+	uint64_t posted = __atomic_load_n(&d->seg->rx.posted, __ATOMIC_ACQUIRE);
+	int moved = posted != d->seen_posted;
 
-	c->d.seen_acked = acked;
-	while (c->d.q_head && c->d.q_head->published && c->d.q_head->seq < acked) {
-		struct rw_shm_req *r = c->d.q_head;
-		int st = c->d.seg->ack[r->seq % RW_SHM_ACK_RING];
+	d->seen_posted = posted;
+	for (struct rw_shm_req *r = d->q_head; r; r = r->next) {
+		struct rw_shm_post e;
+		int i;
 
-		if (st > 0 || st < -4095)
-			st = -EPROTO;
-		if (st)
+		if (r->resolved)
+			continue;
+		if (d->post_cur >= posted)
+			break; /* its receive is not posted yet */
+		memcpy(&e, &d->post[d->post_cur % RW_SHM_POST_RING], sizeof(e));
+		if (e.n < 1 || e.n > RW_SHM_MAX_RECVS || e.seq != d->post_cur) {
+			rw_shm_conn_fail(c, -EPROTO, "a posted receive is garbled");
+			return moved;
+		}
+		for (i = 0; i < (int)e.n; i++) {
+			if (!(d->post_used & (1u << i)) && e.tag[i] == r->tag)
+				break;
+		}
+		if (i == (int)e.n) {
+			r->rstatus = -ENOMSG;
 			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: send comm to %s: send of %zu bytes with tag %d (message %llu) failed at the receiver: %s",
-				c->peer, r->size, r->tag, (unsigned long long)r->seq, strerror(-st));
-		r->err = st;
+				"shm: send comm to %s: send of %zu bytes with tag %d matches no buffer of the peer's receive #%llu; the peer drops it",
+				c->peer, r->size, r->tag, (unsigned long long)e.seq);
+		} else {
+			d->post_used |= 1u << i;
+			r->rstatus = r->size > e.size[i] ? -EMSGSIZE : 0;
+			if (r->rstatus)
+				RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+					"shm: send comm to %s: send of %zu bytes with tag %d is larger than the peer's buffer %d of receive #%llu (%llu bytes); the peer drops it",
+					c->peer, r->size, r->tag, i, (unsigned long long)e.seq,
+					(unsigned long long)e.size[i]);
+		}
+		r->resolved = true;
+		moved = 1;
+		if (++d->post_taken == (int)e.n) {
+			d->post_cur++;
+			d->post_used = 0;
+			d->post_taken = 0;
+			__atomic_store_n(&d->seg->tx.replayed, d->post_cur, __ATOMIC_RELEASE);
+		}
+	}
+	return moved;
+}
+
+/*
+ * Complete the sends that are over: a message that went through the slots
+ * once it is out and resolved (our buffer is free, its fate known); one the
+ * receiver copies from our buffer (CMA, CUDA) once acked, with the ack's
+ * status.
+ */
+static int complete_sends(struct rw_shm_comm *c)
+{
+	struct rw_shm_data *d = &c->d;
+	uint64_t acked = __atomic_load_n(&d->seg->rx.acked, __ATOMIC_ACQUIRE);
+	struct rw_shm_req *r, *next;
+	int moved = acked != d->seen_acked;
+
+	d->seen_acked = acked;
+	for (r = d->q_head; r && r->published; r = next) {
+		next = r->next;
+		if (r->mode == RW_SHM_SLOT_INLINE || r->mode == RW_SHM_SLOT_FRAG) {
+			if (!r->resolved)
+				continue;
+			r->err = r->rstatus;
+		} else {
+			int st;
+
+			if (r->seq >= acked)
+				continue;
+			st = d->seg->ack[r->seq % RW_SHM_ACK_RING];
+			r->err = st > 0 || st < -4095 ? -EPROTO : st;
+		}
 		r->done = true;
 		rw_shm_queue_remove(c, r);
 		moved = 1;
@@ -184,9 +249,11 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 			return 0;
 		moved = d->accepted;
 	}
-	moved |= reap_acks(c);
+	moved |= resolve(c);
+	if (c->fail)
+		return 0;
 	if (d->accepted && help_cma(c))
-		moved |= 1 | reap_acks(c);
+		moved = 1;
 	head = __atomic_load_n(&d->seg->rx.head, __ATOMIC_ACQUIRE);
 	moved |= head != d->seen_head;
 	d->seen_head = head;
@@ -198,6 +265,7 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 		__atomic_store_n(&d->seg->tx.tail, d->tail, __ATOMIC_RELEASE);
 		moved = 1;
 	}
+	moved |= complete_sends(c);
 	if (moved) {
 		rw_shm_ring(c);
 		rw_shm_comm_moved(c, now);

@@ -54,6 +54,7 @@ bool rw_shm_peek(struct rw_shm_comm *c)
 			return __atomic_load_n(&s->rx.accepted, __ATOMIC_ACQUIRE) != 0;
 		return __atomic_load_n(&s->rx.head, __ATOMIC_ACQUIRE) != c->d.seen_head ||
 		       __atomic_load_n(&s->rx.acked, __ATOMIC_ACQUIRE) != c->d.seen_acked ||
+		       __atomic_load_n(&s->rx.posted, __ATOMIC_ACQUIRE) != c->d.seen_posted ||
 		       __atomic_load_n(&s->job.claim, __ATOMIC_ACQUIRE) != c->d.seen_claim ||
 		       __atomic_load_n(&s->rx.closed, __ATOMIC_ACQUIRE) != 0;
 	}

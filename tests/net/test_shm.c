@@ -319,7 +319,7 @@ enum fake_flaw {
 static int fake_connect(const struct rw_shm_handle *h, enum fake_flaw flaw,
 			struct rw_net_listen *l, struct rw_net_comm **accepted)
 {
-	const size_t seg_bytes = RW_SHM_CTRL_BYTES + 2 * 4096;
+	const size_t seg_bytes = RW_SHM_SLOTS_OFFSET + 2 * 4096;
 	struct rw_shm_hello hello = {
 		.magic = RW_SHM_MAGIC, .version = RW_SHM_VERSION, .kind = RW_SHM_MSG_HELLO,
 		.nonce = h->nonce, .conn_id = 0x1234, .seg_bytes = seg_bytes,
