@@ -220,7 +220,7 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 	p->legacy.plugin = p;
 	p->legacy.traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 
-	rc = rw_sock_create(&p->cfg, &p->net);
+	rc = rw_net_create(&p->cfg, &p->net);
 	if (rc)
 		goto err_free;
 	rc = rw_net_devices(p->net, &p->ndev);
