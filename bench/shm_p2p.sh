@@ -47,7 +47,7 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
 		/^ +[0-9]+ / { if ($1 == 8) rtt = $5; bw = $4; size = $1 }
 		/^# memcpy/ { mc = $(NF - 1) }
 		END { printf "# run %d: shm %d B %.3f GB/s, memcpy %.3f GB/s: %.2fx; 8 B rtt %.2f us\n",
-			     rep, size, bw, mc, mc > 0 ? bw / mc : 0, rtt }' "$out/shm_p2p.shm.$rep.txt"
+			     rep, size, bw, mc, (mc > 0 ? bw / mc : 0), rtt }' "$out/shm_p2p.shm.$rep.txt"
 	awk -v rep="$rep" '/^ +[0-9]+ / { bw = $4 } END { printf "# run %d: shm, RINGWAY_SHM_CMA=0 %.3f GB/s\n", rep, bw }' \
 		"$out/shm_p2p.slots.$rep.txt"
 	awk -v rep="$rep" '/^ +[0-9]+ / { bw = $4 } END { printf "# run %d: socket (lo) %.3f GB/s\n", rep, bw }' \

@@ -197,9 +197,10 @@ static int complete_sends(struct rw_shm_comm *c)
 	d->seen_acked = acked;
 	for (r = d->q_head; r && r->published; r = next) {
 		next = r->next;
+		/* never leave the queue unresolved: the replay walks the queue */
+		if (!r->resolved)
+			break;
 		if (r->mode == RW_SHM_SLOT_INLINE || r->mode == RW_SHM_SLOT_FRAG) {
-			if (!r->resolved)
-				continue;
 			r->err = r->rstatus;
 		} else {
 			int st;
