@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "common/rw_nvtx.h"
 #include "transport/sock_internal.h"
 
 static int comm_check(struct rw_net_comm *comm, uint32_t magic, const char *call,
@@ -706,14 +707,17 @@ int rw_sock_test(struct rw_net_req *req, int *done, size_t *sizes)
 	}
 	c = rw_sock_comm_from(req->comm);
 	parts = atomic_load_explicit(&r->parts, memory_order_acquire);
+	RW_NVTX_PUSH(r->kind == RW_SOCK_REQ_RECV ? "socket recv test" : "socket send test");
 	if (r->kind == RW_SOCK_REQ_RECV)
 		rx_progress(c);
 	else if (parts && !tx_pump(c))
 		tx_progress(c);
+	RW_NVTX_POP();
 	parts = atomic_load_explicit(&r->parts, memory_order_acquire);
 	err = atomic_load_explicit(&c->d->err, memory_order_acquire);
 	complete = parts == 0 && (r->kind == RW_SOCK_REQ_SEND || r->msgs_left == 0);
 	if (complete) {
+		RW_NVTX_MARK(r->kind == RW_SOCK_REQ_SEND ? "socket send done" : "socket recv done");
 		/* a send fails once the peer dropped a message of this comm
 		 * (perhaps this very one) */
 		err = r->kind == RW_SOCK_REQ_SEND && err ? err

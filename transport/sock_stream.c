@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "common/rw_nvtx.h"
 #include "transport/sock_internal.h"
 
 #define DISCARD_CHUNK (64 * 1024)
@@ -135,10 +136,12 @@ static void *stream_main(void *arg)
 
 		/* An error is recorded on the comm; the op still completes so
 		 * that its request can report it. */
+		RW_NVTX_PUSH(sender ? "socket send slice" : "socket recv slice");
 		if (sender)
 			op_send(s, op);
 		else
 			op_recv(s, op, &scratch);
+		RW_NVTX_POP();
 		atomic_fetch_sub_explicit(&op->req->parts, 1, memory_order_release);
 
 		pthread_mutex_lock(&s->lock);
