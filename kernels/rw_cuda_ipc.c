@@ -28,7 +28,7 @@ typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned lon
 static struct {
 	pthread_once_t once;
 	mem_range_fn range;
-} drv = { .once = PTHREAD_ONCE_INIT };
+} drv = {.once = PTHREAD_ONCE_INIT};
 
 static void drv_load(void)
 {
@@ -38,8 +38,8 @@ static void drv_load(void)
 #if CUDART_VERSION >= 12050
 	enum cudaDriverEntryPointQueryResult q;
 
-	e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020,
-					     cudaEnableDefault, &q);
+	e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020, cudaEnableDefault,
+					     &q);
 	if (q != cudaDriverEntryPointSuccess)
 		fn = NULL;
 #elif CUDART_VERSION >= 12000
@@ -80,8 +80,7 @@ static int address_range(const void *p, char **base, size_t *size)
 	return 0;
 }
 
-int rw_cuda_ipc_export(const void *ptr, size_t size,
-		       struct rw_cuda_ipc_handle *h, uint64_t *offset)
+int rw_cuda_ipc_export(const void *ptr, size_t size, struct rw_cuda_ipc_handle *h, uint64_t *offset)
 {
 	struct cudaPointerAttributes a;
 	cudaIpcMemHandle_t ih;
@@ -156,8 +155,7 @@ void rw_cuda_ipc_close(void *base)
 
 #else /* !RW_HAVE_CUDA */
 
-int rw_cuda_ipc_export(const void *ptr, size_t size,
-		       struct rw_cuda_ipc_handle *h, uint64_t *offset)
+int rw_cuda_ipc_export(const void *ptr, size_t size, struct rw_cuda_ipc_handle *h, uint64_t *offset)
 {
 	(void)ptr, (void)size, (void)h, (void)offset;
 	return -ENOTSUP;

@@ -31,8 +31,8 @@ struct rw_cuda_ipc_handle {
  * \return 0, -EINVAL (not device memory, or the range leaves the
  *         allocation), -ENOTSUP (no CUDA) or another -errno (logged).
  */
-int rw_cuda_ipc_export(const void *ptr, size_t size,
-		       struct rw_cuda_ipc_handle *h, uint64_t *offset);
+int rw_cuda_ipc_export(const void *ptr, size_t size, struct rw_cuda_ipc_handle *h,
+		       uint64_t *offset);
 
 /**
  * Open a peer's allocation on the current device (peer access enabled as

@@ -37,7 +37,7 @@
 #include "transport/sock.h"
 
 #define AUTO_LISTEN_MAGIC 0x4c4f5541u /* open listener */
-#define AUTO_DEAD_MAGIC 0x444f5541u   /* closed: the shell waits for destroy */
+#define AUTO_DEAD_MAGIC	  0x444f5541u /* closed: the shell waits for destroy */
 
 struct rw_auto_listen {
 	struct rw_net_listen base;
@@ -110,7 +110,7 @@ static int auto_listen(struct rw_net *base, int dev, void *handle,
 		       struct rw_net_listen **listen_comm)
 {
 	struct rw_auto_net *a = auto_from(base);
-	struct rw_auto_handle h = { .magic = RW_AUTO_MAGIC, .version = RW_AUTO_VERSION };
+	struct rw_auto_handle h = {.magic = RW_AUTO_MAGIC, .version = RW_AUTO_VERSION};
 	char part[RW_NET_HANDLE_MAXSIZE];
 	struct rw_auto_listen *l;
 	int rc;
@@ -139,7 +139,8 @@ static int auto_listen(struct rw_net *base, int dev, void *handle,
 		} else if (!a->sock) {
 			goto err_free;
 		} else {
-			RW_INFO(RW_LOG_NET, "auto: no shm listener (%s); peers on this host will use socket",
+			RW_INFO(RW_LOG_NET,
+				"auto: no shm listener (%s); peers on this host will use socket",
 				strerror(-rc));
 		}
 	}
@@ -155,8 +156,7 @@ err_free:
 }
 
 /* Can a connection to the listener of h go through shared memory? */
-static bool same_host(const struct rw_auto_net *a, const struct rw_auto_handle *h,
-		      const char **why)
+static bool same_host(const struct rw_auto_net *a, const struct rw_auto_handle *h, const char **why)
 {
 	if (a->base.cfg.transport != RW_TRANSPORT_AUTO) {
 		*why = "RINGWAY_TRANSPORT";
@@ -194,7 +194,8 @@ static void describe_peer(const struct rw_auto_handle *h, bool shm, const void *
 		snprintf(buf, len, "pid %d", h->shm.pid);
 		return;
 	}
-	if (rw_sock_handle_addr(sock_handle, &ss) == 0 || rw_ib_handle_addr(sock_handle, &ss) == 0) {
+	if (rw_sock_handle_addr(sock_handle, &ss) == 0 ||
+	    rw_ib_handle_addr(sock_handle, &ss) == 0) {
 		if (ss.ss_family == AF_INET) {
 			const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
 
@@ -224,13 +225,15 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 	if (!handle || !send_comm)
 		return -EINVAL;
 	if (dev < 0 || dev >= dev_count(a)) {
-		RW_WARN(RW_LOG_NET, "auto: connect(dev=%d): no such device (%d)", dev, dev_count(a));
+		RW_WARN(RW_LOG_NET, "auto: connect(dev=%d): no such device (%d)", dev,
+			dev_count(a));
 		return -EINVAL;
 	}
 	memcpy(&h, handle, sizeof(h));
 	if (h.magic != RW_AUTO_MAGIC || h.version != RW_AUTO_VERSION) {
 		RW_WARN(RW_LOG_NET,
-			"auto: connect(dev=%d): not an auto-transport handle of version %d (magic %#x, "
+			"auto: connect(dev=%d): not an auto-transport handle of version %d (magic "
+			"%#x, "
 			"version %u); every rank must run with the same RINGWAY_TRANSPORT",
 			dev, RW_AUTO_VERSION, h.magic, h.version);
 		return -EINVAL;
@@ -282,8 +285,7 @@ static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_com
 			return rc;
 	}
 	if (c)
-		RW_INFO(RW_LOG_NET, "auto: accepted a connection over %s",
-			rw_net_name(c->net));
+		RW_INFO(RW_LOG_NET, "auto: accepted a connection over %s", rw_net_name(c->net));
 	*recv_comm = c;
 	return 0;
 }
@@ -333,8 +335,7 @@ static void auto_destroy(struct rw_net *base)
  */
 static int misrouted(const char *call)
 {
-	RW_WARN(RW_LOG_NET, "auto: %s on an object the composite transport did not create",
-		call);
+	RW_WARN(RW_LOG_NET, "auto: %s on an object the composite transport did not create", call);
 	return -EINVAL;
 }
 
@@ -414,8 +415,10 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 	 * Either one's listen handle travels in the handle's socket slot. */
 	rc_sock = rw_ib_create_why(cfg, &a->sock, ib_why, sizeof(ib_why));
 	if (rc_sock) {
-		RW_INFO(RW_LOG_INIT | RW_LOG_NET, "auto: ib not usable (%s); socket for peers on "
-			"other hosts", ib_why);
+		RW_INFO(RW_LOG_INIT | RW_LOG_NET,
+			"auto: ib not usable (%s); socket for peers on "
+			"other hosts",
+			ib_why);
 		rc_sock = rw_sock_create(cfg, &a->sock);
 	}
 	rc_shm = rw_shm_host_id_get(&a->host);

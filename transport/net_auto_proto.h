@@ -21,21 +21,21 @@
 #include "transport/shm_layout.h"
 #include "transport/sock_proto.h"
 
-#define RW_AUTO_VERSION 1
-#define RW_AUTO_MAGIC 0x4f545541u /* "AUTO" as a little-endian word */
+#define RW_AUTO_VERSION	   1
+#define RW_AUTO_MAGIC	   0x4f545541u /* "AUTO" as a little-endian word */
 #define RW_AUTO_SOCK_BYTES 56
 
 /* rw_auto_handle.flags */
 #define RW_AUTO_HAS_SOCK 0x1u /* sock holds a socket listen handle */
-#define RW_AUTO_HAS_SHM 0x2u  /* shm holds an shm listen handle */
+#define RW_AUTO_HAS_SHM	 0x2u /* shm holds an shm listen handle */
 
 struct rw_auto_handle {
-	uint32_t magic;                   /*  0: RW_AUTO_MAGIC */
-	uint8_t version;                  /*  4: RW_AUTO_VERSION */
-	uint8_t flags;                    /*  5: RW_AUTO_HAS_* */
-	uint16_t rsvd;                    /*  6: zero */
+	uint32_t magic;			  /*  0: RW_AUTO_MAGIC */
+	uint8_t version;		  /*  4: RW_AUTO_VERSION */
+	uint8_t flags;			  /*  5: RW_AUTO_HAS_* */
+	uint16_t rsvd;			  /*  6: zero */
 	uint8_t sock[RW_AUTO_SOCK_BYTES]; /*  8: struct rw_sock_handle */
-	struct rw_shm_handle shm;         /* 64 */
+	struct rw_shm_handle shm;	  /* 64 */
 };
 
 static_assert(sizeof(struct rw_sock_handle) <= RW_AUTO_SOCK_BYTES, "socket handle grew");

@@ -43,8 +43,7 @@
 int rw_shm_host_id_get(struct rw_shm_host_id *out);
 
 /** True when both identities name one kernel and one network namespace. */
-bool rw_shm_host_id_equal(const struct rw_shm_host_id *a,
-			  const struct rw_shm_host_id *b);
+bool rw_shm_host_id_equal(const struct rw_shm_host_id *a, const struct rw_shm_host_id *b);
 
 /**
  * Check that handle is an shm listen handle of this version.
@@ -56,18 +55,17 @@ int rw_shm_handle_check(const void *handle);
  * The rendezvous address of a listen handle (tests knock on it).
  * \return 0, or the error of rw_shm_handle_check().
  */
-int rw_shm_handle_addr(const void *handle, struct sockaddr_un *addr,
-		       socklen_t *len);
+int rw_shm_handle_addr(const void *handle, struct sockaddr_un *addr, socklen_t *len);
 
 /** Objects alive right now, process-wide (all rw_shm instances). */
 struct rw_shm_live {
-	long nets;      /**< transport instances */
+	long nets;	/**< transport instances */
 	long listeners; /**< open listeners */
-	long comms;     /**< open comms */
-	long reqs;      /**< requests handed out and not yet completed */
-	long mrs;       /**< registrations */
-	long maps;      /**< segment and doorbell mappings */
-	long fds;       /**< descriptors this transport holds */
+	long comms;	/**< open comms */
+	long reqs;	/**< requests handed out and not yet completed */
+	long mrs;	/**< registrations */
+	long maps;	/**< segment and doorbell mappings */
+	long fds;	/**< descriptors this transport holds */
 };
 
 /** Snapshot the counters (relaxed reads; exact once the transport is idle). */
@@ -79,12 +77,12 @@ long rw_shm_live_total(void);
 /** What went which way, process-wide since start (tests, tools). */
 struct rw_shm_stats {
 	long msgs_inline; /**< messages sent in one slot */
-	long msgs_frag;   /**< messages pipelined through slots */
-	long msgs_cma;    /**< messages sent by cross-memory attach */
-	long msgs_cuda;   /**< messages sent by CUDA IPC */
-	long cma_read;    /**< bytes this process read from peers (readv) */
+	long msgs_frag;	  /**< messages pipelined through slots */
+	long msgs_cma;	  /**< messages sent by cross-memory attach */
+	long msgs_cuda;	  /**< messages sent by CUDA IPC */
+	long cma_read;	  /**< bytes this process read from peers (readv) */
 	long cma_written; /**< bytes this process wrote into peers (writev) */
-	long sleeps;      /**< futex sleeps in test() */
+	long sleeps;	  /**< futex sleeps in test() */
 };
 
 /** Snapshot the statistics (relaxed reads). */

@@ -23,13 +23,14 @@
 bool rw_shm_cma_probe(pid_t pid, uint64_t addr, uint64_t val)
 {
 	uint64_t got = 0;
-	struct iovec local = { .iov_base = &got, .iov_len = sizeof(got) };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(got) };
+	struct iovec local = {.iov_base = &got, .iov_len = sizeof(got)};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(got)};
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 
 	if (n != (ssize_t)sizeof(got) || got != val) {
 		RW_INFO(RW_LOG_NET | RW_LOG_SHM,
-			"shm: cross-memory attach to pid %d not permitted (%s); using the slot ring",
+			"shm: cross-memory attach to pid %d not permitted (%s); using the slot "
+			"ring",
 			(int)pid, n < 0 ? strerror(errno) : "probe mismatch");
 		return false;
 	}
@@ -41,8 +42,8 @@ static uint64_t job_gen(uint64_t seq)
 	return ((seq + 1) & GEN_MASK) ? ((seq + 1) & GEN_MASK) : 1;
 }
 
-void rw_shm_cma_job_start(struct rw_shm_comm *c, uint64_t seq, uint64_t src,
-			  char *dst, uint64_t size, bool coop)
+void rw_shm_cma_job_start(struct rw_shm_comm *c, uint64_t seq, uint64_t src, char *dst,
+			  uint64_t size, bool coop)
 {
 	struct rw_shm_seg_job *j = &c->d.seg->job;
 
@@ -79,8 +80,8 @@ static int claim(struct rw_shm_seg_job *j, uint64_t *w, uint64_t nchunks, uint64
 /* Receiver into device memory: read into the bounce buffer, then copy up. */
 static ssize_t read_to_device(struct rw_shm_comm *c, char *dst, uint64_t src, size_t len)
 {
-	struct iovec local = { .iov_base = c->d.bounce, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)src, .iov_len = len };
+	struct iovec local = {.iov_base = c->d.bounce, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
 	ssize_t n = process_vm_readv(c->peer_pid, &local, 1, &remote, 1, 0);
 	int rc;
 
@@ -152,16 +153,16 @@ long rw_shm_cma_work(struct rw_shm_comm *c)
 		off = idx * chunk;
 		len = (size_t)RW_MIN(chunk, size - off);
 		if (c->is_send) {
-			local = (struct iovec){ (void *)(uintptr_t)(src + off), len };
-			remote = (struct iovec){ (void *)(uintptr_t)(dst + off), len };
+			local = (struct iovec){(void *)(uintptr_t)(src + off), len};
+			remote = (struct iovec){(void *)(uintptr_t)(dst + off), len};
 			n = process_vm_writev(c->peer_pid, &local, 1, &remote, 1, 0);
 			if (n != (ssize_t)len)
 				n = n < 0 ? -errno : -EFAULT;
 		} else if (device_dst) {
 			n = read_to_device(c, (char *)(uintptr_t)(dst + off), src + off, len);
 		} else {
-			local = (struct iovec){ (void *)(uintptr_t)(dst + off), len };
-			remote = (struct iovec){ (void *)(uintptr_t)(src + off), len };
+			local = (struct iovec){(void *)(uintptr_t)(dst + off), len};
+			remote = (struct iovec){(void *)(uintptr_t)(src + off), len};
 			n = process_vm_readv(c->peer_pid, &local, 1, &remote, 1, 0);
 			if (n != (ssize_t)len)
 				n = n < 0 ? -errno : -EFAULT;
@@ -213,8 +214,9 @@ void rw_shm_cma_job_retire(struct rw_shm_comm *c)
 		return;
 	/* close the claim counter: nobody takes a chunk after this */
 	while ((w & RW_SHM_CLAIM_IDX_MASK) < nchunks &&
-	       !__atomic_compare_exchange_n(&j->claim, &w, RW_SHM_CLAIM(RW_SHM_CLAIM_GEN(w), nchunks),
-					    false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+	       !__atomic_compare_exchange_n(&j->claim, &w,
+					    RW_SHM_CLAIM(RW_SHM_CLAIM_GEN(w), nchunks), false,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
 	claimed = RW_MIN(c->d.cur_size, (w & RW_SHM_CLAIM_IDX_MASK) * chunk);
 	/* the sender may still be writing a chunk into our buffer: a copy of

@@ -108,12 +108,14 @@ int rw_shm_comm_check(struct rw_net_comm *comm, uint32_t magic, const char *call
 		return 0;
 	}
 	if (c->magic == RW_SHM_DEAD_MAGIC) {
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on a closed comm (peer %s)", call, c->peer);
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on a closed comm (peer %s)", call,
+			c->peer);
 		return -EBADF;
 	}
 	RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on %s", call,
 		c->magic == RW_SHM_SEND_MAGIC || c->magic == RW_SHM_RECV_MAGIC
-			? "a comm of the other direction" : "a foreign object");
+			? "a comm of the other direction"
+			: "a foreign object");
 	return -EINVAL;
 }
 
@@ -216,8 +218,10 @@ int rw_shm_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 	if (rc)
 		return rc;
 	if (!mr || (type != RW_PTR_HOST && type != RW_PTR_CUDA) || (size && !data)) {
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: regMr(%p, %zu bytes, type %d) on the comm of %s: "
-			"bad arguments (type must be host or CUDA)", data, size, type, c->peer);
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: regMr(%p, %zu bytes, type %d) on the comm of %s: "
+			"bad arguments (type must be host or CUDA)",
+			data, size, type, c->peer);
 		return -EINVAL;
 	}
 	if (type == RW_PTR_CUDA && !rw_shm_comm_net(c)->cuda) {
@@ -241,7 +245,8 @@ int rw_shm_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 		rc = rw_cuda_ipc_export(data, size, &h, &m->ipc_offset);
 		if (rc) {
 			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: regMr(%p, %zu bytes) for %s: cannot export it by CUDA IPC: %s",
+				"shm: regMr(%p, %zu bytes) for %s: cannot export it by CUDA IPC: "
+				"%s",
 				data, size, c->peer, strerror(-rc));
 			free(m);
 			return rc;
@@ -280,9 +285,8 @@ int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 	return 0;
 }
 
-int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data,
-		  const int *sizes, struct rw_net_mr **mrs,
-		  struct rw_net_req **req)
+int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
+		  struct rw_net_mr **mrs, struct rw_net_req **req)
 {
 	struct rw_shm_comm *c;
 	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, "iflush", &c);

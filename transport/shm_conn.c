@@ -48,8 +48,8 @@ static int send_with_fds(int fd, const void *msg, size_t len, const int *fds, in
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct iovec iov = {.iov_base = (void *)msg, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	ssize_t n;
 
 	memset(&ctl, 0, sizeof(ctl));
@@ -80,9 +80,11 @@ static ssize_t recv_with_fds(int fd, void *msg, size_t len, int *fds, int max, i
 		char buf[CMSG_SPACE(4 * sizeof(int))];
 		struct cmsghdr align;
 	} ctl;
-	struct iovec iov = { .iov_base = msg, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = ctl.buf, .msg_controllen = sizeof(ctl.buf) };
+	struct iovec iov = {.iov_base = msg, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf)};
 	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	int got = 0;
 
@@ -118,8 +120,7 @@ static void set_peer_name(struct rw_shm_comm *c)
 
 /* --- listen ------------------------------------------------------------ */
 
-int rw_shm_listen(struct rw_net *base, int dev, void *handle,
-		  struct rw_net_listen **listen_comm)
+int rw_shm_listen(struct rw_net *base, int dev, void *handle, struct rw_net_listen **listen_comm)
 {
 	struct rw_shm_net *net = rw_shm_net_from(base);
 	struct rw_shm_handle h = {
@@ -135,8 +136,10 @@ int rw_shm_listen(struct rw_net *base, int dev, void *handle,
 	int rc;
 
 	if (dev != 0 || !handle || !listen_comm) {
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: listen(dev=%d): only device 0, handle and "
-			"listenComm must be set", dev);
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: listen(dev=%d): only device 0, handle and "
+			"listenComm must be set",
+			dev);
 		return -EINVAL;
 	}
 	l = calloc(1, sizeof(*l));
@@ -223,8 +226,8 @@ static int connect_check_handle(struct rw_shm_net *net, const struct rw_shm_hand
 	int rc = rw_shm_handle_check(h);
 
 	if (rc == -EINVAL) {
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: connect: not an shm listen handle (magic %#x)",
-			h->magic);
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: connect: not an shm listen handle (magic %#x)", h->magic);
 		return rc;
 	}
 	if (rc) {
@@ -275,14 +278,16 @@ static int connect_socket(const struct rw_shm_handle *h, int *fd, struct ucred *
 			return 0;
 		}
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: connect to listener pid %d at @%s: %s (closed, or another network namespace)",
+			"shm: connect to listener pid %d at @%s: %s (closed, or another network "
+			"namespace)",
 			h->pid, addr.sun_path + 1, strerror(-rc));
 		return rc == -ENOENT ? -ECONNREFUSED : rc;
 	}
 	rc = peer_cred(s, cred);
 	if (rc == 0 && cred->uid != (uid_t)h->uid) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: connect: the process at @%s is pid %d uid %u, the handle names uid %u; refused",
+			"shm: connect: the process at @%s is pid %d uid %u, the handle names uid "
+			"%u; refused",
 			addr.sun_path + 1, (int)cred->pid, (unsigned)cred->uid, h->uid);
 		rc = -EPERM;
 	} else if (rc) {
@@ -297,8 +302,7 @@ static int connect_socket(const struct rw_shm_handle *h, int *fd, struct ucred *
 	return 0;
 }
 
-int rw_shm_connect(struct rw_net *base, int dev, const void *handle,
-		   struct rw_net_comm **send_comm)
+int rw_shm_connect(struct rw_net *base, int dev, const void *handle, struct rw_net_comm **send_comm)
 {
 	struct rw_shm_net *net = rw_shm_net_from(base);
 	struct rw_shm_handle hcopy, *h = &hcopy;
@@ -341,7 +345,8 @@ int rw_shm_connect(struct rw_net *base, int dev, const void *handle,
 		goto err_free_comm;
 	c->d.post = (struct rw_shm_post *)((char *)c->d.seg + RW_SHM_CTRL_BYTES);
 	c->d.slots = (char *)c->d.seg + RW_SHM_SLOTS_OFFSET;
-	rw_shm_seg_init(c->d.seg, h->nonce, c->conn_id, c->d.nslots, c->d.slot_bytes, c->d.seg_bytes);
+	rw_shm_seg_init(c->d.seg, h->nonce, c->conn_id, c->d.nslots, c->d.slot_bytes,
+			c->d.seg_bytes);
 	c->d.probe_word = random64();
 	hello = (struct rw_shm_hello){
 		.magic = RW_SHM_MAGIC,
@@ -399,11 +404,13 @@ int rw_shm_poll_reply(struct rw_shm_comm *c)
 		if (rw_now_ns() - c->connected_ns >
 		    (uint64_t)c->base.net->cfg.timeout_ms * 1000000ull)
 			return reply_fail(c, -ETIMEDOUT,
-					  "not accepted within RINGWAY_TIMEOUT_MS (is the peer calling accept?)");
+					  "not accepted within RINGWAY_TIMEOUT_MS (is the peer "
+					  "calling accept?)");
 		return 0;
 	}
 	if (n <= 0) {
-		rc = reply_fail(c, -ECONNREFUSED, "the peer closed the rendezvous before accepting");
+		rc = reply_fail(c, -ECONNREFUSED,
+				"the peer closed the rendezvous before accepting");
 		goto out_close_fd;
 	}
 	if (n != (ssize_t)sizeof(r) || r.magic != RW_SHM_MAGIC || r.version != RW_SHM_VERSION ||
@@ -430,12 +437,15 @@ int rw_shm_poll_reply(struct rw_shm_comm *c)
 		goto out_close_fd;
 	}
 	c->d.cma = (r.flags & RW_SHM_FLAG_CMA) && net->base.cfg.shm_cma;
-	c->d.coop = c->d.cma && c->peer_pid > 0 && rw_shm_cma_probe(c->peer_pid, r.probe_addr, r.probe_val);
+	c->d.coop = c->d.cma && c->peer_pid > 0 &&
+		    rw_shm_cma_probe(c->peer_pid, r.probe_addr, r.probe_val);
 	c->d.accepted = true;
 	RW_INFO(RW_LOG_NET | RW_LOG_SHM,
 		"shm: connection to %s accepted (%u slots x %u bytes; cross-memory attach %s)",
 		c->peer, c->d.nslots, c->d.slot_bytes,
-		c->d.coop ? "both ways" : c->d.cma ? "receiver reads" : "off");
+		c->d.coop  ? "both ways"
+		: c->d.cma ? "receiver reads"
+			   : "off");
 	rc = 0;
 	rw_shm_close_fd(&c->d.ctl_fd);
 out_close_fd:
@@ -450,20 +460,22 @@ static void accept_new(struct rw_shm_listen *l, struct rw_shm_net *net)
 {
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct rw_shm_pending *p;
-		struct ucred cred = { 0 };
+		struct ucred cred = {0};
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
 			    errno != ECONNABORTED)
-				RW_WARN_ONCE(RW_LOG_NET | RW_LOG_SHM, "shm: accept4 on listener %016llx: %s",
+				RW_WARN_ONCE(RW_LOG_NET | RW_LOG_SHM,
+					     "shm: accept4 on listener %016llx: %s",
 					     (unsigned long long)l->nonce, strerror(errno));
 			return;
 		}
 		rw_shm_live_add(RW_SHM_LIVE_FDS, 1);
 		if (peer_cred(fd, &cred) != 0 || cred.uid != (uid_t)net->uid) {
 			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: listener %016llx: connection from pid %d uid %u refused (this process is uid %u)",
+				"shm: listener %016llx: connection from pid %d uid %u refused "
+				"(this process is uid %u)",
 				(unsigned long long)l->nonce, (int)cred.pid, (unsigned)cred.uid,
 				net->uid);
 			rw_shm_close_fd(&fd);
@@ -486,8 +498,8 @@ static int hello_check(const struct rw_shm_hello *h, ssize_t n, uint64_t nonce, 
 {
 	if (n != (ssize_t)sizeof(*h) || h->magic != RW_SHM_MAGIC || h->kind != RW_SHM_MSG_HELLO) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: connection from pid %d refused: not an shm hello (%zd bytes)", (int)pid,
-			n);
+			"shm: connection from pid %d refused: not an shm hello (%zd bytes)",
+			(int)pid, n);
 		return -EPROTO;
 	}
 	if (h->version != RW_SHM_VERSION) {
@@ -498,7 +510,8 @@ static int hello_check(const struct rw_shm_hello *h, ssize_t n, uint64_t nonce, 
 	}
 	if (h->nonce != nonce) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: connection from pid %d refused: its handle is for listener %016llx, not %016llx",
+			"shm: connection from pid %d refused: its handle is for listener %016llx, "
+			"not %016llx",
 			(int)pid, (unsigned long long)h->nonce, (unsigned long long)nonce);
 		return -EPROTO;
 	}
@@ -518,7 +531,9 @@ static int accept_one(struct rw_shm_listen *l, struct rw_shm_pending *p,
 {
 	struct rw_shm_net *net = rw_shm_net_from(l->base.net);
 	struct rw_shm_reply r = {
-		.magic = RW_SHM_MAGIC, .version = RW_SHM_VERSION, .kind = RW_SHM_MSG_REPLY,
+		.magic = RW_SHM_MAGIC,
+		.version = RW_SHM_VERSION,
+		.kind = RW_SHM_MSG_REPLY,
 	};
 	struct rw_shm_seg_hdr hdr;
 	struct rw_shm_comm *c = NULL;
@@ -530,8 +545,8 @@ static int accept_one(struct rw_shm_listen *l, struct rw_shm_pending *p,
 	r.conn_id = h->conn_id;
 	if (nfds != 2) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: connection from pid %d refused: %d descriptors, expected 2", (int)p->pid,
-			nfds);
+			"shm: connection from pid %d refused: %d descriptors, expected 2",
+			(int)p->pid, nfds);
 		rc = -EPROTO;
 		goto err_reply;
 	}
@@ -566,7 +581,7 @@ static int accept_one(struct rw_shm_listen *l, struct rw_shm_pending *p,
 	if (rc)
 		goto err_free_comm;
 	c->d.cma = net->base.cfg.shm_cma && (h->flags & RW_SHM_FLAG_CMA) && c->peer_pid > 0 &&
-		 rw_shm_cma_probe(c->peer_pid, h->probe_addr, h->probe_val);
+		   rw_shm_cma_probe(c->peer_pid, h->probe_addr, h->probe_val);
 	c->d.probe_word = random64();
 	r.flags = c->d.cma ? RW_SHM_FLAG_CMA : 0;
 	r.probe_addr = (uint64_t)(uintptr_t)&c->d.probe_word;
@@ -622,7 +637,7 @@ int rw_shm_accept(struct rw_net_listen *base, struct rw_net_comm **recv_comm)
 		struct rw_shm_pending *p = *pp;
 		struct rw_shm_hello h;
 		struct rw_shm_comm *c = NULL;
-		int fds[2] = { -1, -1 }, nfds = 0;
+		int fds[2] = {-1, -1}, nfds = 0;
 		ssize_t n = recv_with_fds(p->fd, &h, sizeof(h), fds, 2, &nfds);
 
 		if (n == -EAGAIN && now - p->since_ns <= limit) {

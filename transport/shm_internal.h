@@ -37,13 +37,13 @@
 #include "transport/shm.h"
 #include "transport/shm_layout.h"
 
-#define RW_SHM_MAX_REQS (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS) /* per comm */
-#define RW_SHM_SLAB_REQS 32           /* requests allocated together */
-#define RW_SHM_CMA_CHUNK (1u << 20)   /* bytes one side copies per claim */
-#define RW_SHM_CMA_BUDGET 4           /* claims per progress call and side */
-#define RW_SHM_PAUSE_NS 5000ull       /* pure polling before yielding */
+#define RW_SHM_MAX_REQS	    (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS) /* per comm */
+#define RW_SHM_SLAB_REQS    32	       /* requests allocated together */
+#define RW_SHM_CMA_CHUNK    (1u << 20) /* bytes one side copies per claim */
+#define RW_SHM_CMA_BUDGET   4	       /* claims per progress call and side */
+#define RW_SHM_PAUSE_NS	    5000ull    /* pure polling before yielding */
 #define RW_SHM_SLEEP_MAX_NS 1000000ull /* longest sleep in one test() */
-#define RW_SHM_CHECK_NS 1000000ull    /* peer liveness checked this often */
+#define RW_SHM_CHECK_NS	    1000000ull /* peer liveness checked this often */
 
 static_assert(RW_SHM_MAX_REQS < RW_SHM_ACK_RING, "ack ring too small");
 static_assert(RW_SHM_MAX_REQS < RW_SHM_POST_RING, "post ring too small");
@@ -53,11 +53,11 @@ static_assert(RW_SHM_MAX_REQS % RW_SHM_SLAB_REQS == 0, "whole slabs");
 /* Object tags, checked on every entry point. */
 enum rw_shm_magic {
 	RW_SHM_LISTEN_MAGIC = 0x4c4d4853, /* open listener */
-	RW_SHM_SEND_MAGIC = 0x534d4853,   /* open send comm */
-	RW_SHM_RECV_MAGIC = 0x524d4853,   /* open receive comm */
-	RW_SHM_DEAD_MAGIC = 0x444d4853,   /* closed: only the shell is left */
-	RW_SHM_MR_MAGIC = 0x4d4d4853,     /* registration */
-	RW_SHM_REQ_MAGIC = 0x514d4853,    /* request (free or in use) */
+	RW_SHM_SEND_MAGIC = 0x534d4853,	  /* open send comm */
+	RW_SHM_RECV_MAGIC = 0x524d4853,	  /* open receive comm */
+	RW_SHM_DEAD_MAGIC = 0x444d4853,	  /* closed: only the shell is left */
+	RW_SHM_MR_MAGIC = 0x4d4d4853,	  /* registration */
+	RW_SHM_REQ_MAGIC = 0x514d4853,	  /* request (free or in use) */
 };
 
 /* --- live counters (shm_net.c) ----------------------------------------- */
@@ -95,14 +95,14 @@ struct rw_shm_net {
 	uint32_t uid;
 	pid_t pid;
 	uint32_t nslots;
-	uint32_t slot_bytes;   /* rounded up to 4 KiB */
+	uint32_t slot_bytes; /* rounded up to 4 KiB */
 	uint64_t spin_ns;
-	int db_fd;             /* our doorbell memfd, sent to every peer */
+	int db_fd; /* our doorbell memfd, sent to every peer */
 	struct rw_shm_doorbell *db;
 	uint64_t last_progress_ns; /* atomic: any comm moved anything */
-	bool cuda;             /* CUDA IPC usable */
-	pthread_mutex_t lock;  /* graveyard */
-	struct rw_shm_link *dead; /* shells of closed comms and listeners */
+	bool cuda;		   /* CUDA IPC usable */
+	pthread_mutex_t lock;	   /* graveyard */
+	struct rw_shm_link *dead;  /* shells of closed comms and listeners */
 };
 
 static inline struct rw_shm_net *rw_shm_net_from(struct rw_net *n)
@@ -118,7 +118,7 @@ void rw_shm_bury(struct rw_shm_net *net, struct rw_shm_link *link);
 /** A connection accepted by the kernel whose hello has not arrived yet. */
 struct rw_shm_pending {
 	int fd;
-	pid_t pid;             /* SO_PEERCRED, this namespace; 0 unknown */
+	pid_t pid; /* SO_PEERCRED, this namespace; 0 unknown */
 	uint64_t since_ns;
 	struct rw_shm_pending *next;
 };
@@ -144,10 +144,10 @@ struct rw_shm_mr {
 	uint32_t magic;
 	char *addr;
 	size_t size;
-	int type;              /* RW_PTR_HOST or RW_PTR_CUDA */
-	bool exported;         /* CUDA send buffer: ipc/ipc_offset valid */
+	int type;      /* RW_PTR_HOST or RW_PTR_CUDA */
+	bool exported; /* CUDA send buffer: ipc/ipc_offset valid */
 	uint8_t ipc[RW_SHM_CUDA_HANDLE_BYTES];
-	uint64_t ipc_offset;   /* addr's offset in the exported allocation */
+	uint64_t ipc_offset;	/* addr's offset in the exported allocation */
 	struct rw_shm_mr *next; /* the comm's list */
 };
 
@@ -169,7 +169,7 @@ struct rw_shm_rbuf {
 	size_t cap;
 	size_t got;
 	int tag;
-	int type;              /* RW_PTR_HOST or RW_PTR_CUDA */
+	int type; /* RW_PTR_HOST or RW_PTR_CUDA */
 	bool matched;
 };
 
@@ -178,7 +178,7 @@ struct rw_shm_req {
 	uint32_t magic;
 	enum rw_shm_req_kind kind;
 	bool done;
-	int err;               /* first error, reported by test */
+	int err;		 /* first error, reported by test */
 	struct rw_shm_req *next; /* posting order, while not finished */
 	uint64_t posted_ns;
 	/* send */
@@ -187,12 +187,12 @@ struct rw_shm_req {
 	int tag;
 	int type;
 	struct rw_shm_mr *mr;
-	uint64_t seq;          /* message number */
-	uint32_t mode;         /* enum rw_shm_slot_kind, 0 until chosen */
-	size_t sent;           /* bytes published into slots (FRAG) */
-	bool published;        /* every slot of the message is out */
-	bool resolved;         /* its receive is known (replayed matching) */
-	int rstatus;           /* what the receiver will make of it */
+	uint64_t seq;	/* message number */
+	uint32_t mode;	/* enum rw_shm_slot_kind, 0 until chosen */
+	size_t sent;	/* bytes published into slots (FRAG) */
+	bool published; /* every slot of the message is out */
+	bool resolved;	/* its receive is known (replayed matching) */
+	int rstatus;	/* what the receiver will make of it */
 	/* receive: n messages, each to the buffer with its tag */
 	int n;
 	int nmatched;
@@ -210,9 +210,9 @@ static inline struct rw_shm_req *rw_shm_req_from(struct rw_net_req *r)
 /** What the receiver is doing with the message at the head of the ring. */
 enum rw_shm_rx_state {
 	RW_SHM_RX_IDLE = 0,
-	RW_SHM_RX_FRAG,        /* waiting for / copying the next fragment */
-	RW_SHM_RX_CMA,         /* a CMA job is running */
-	RW_SHM_RX_CUDA,        /* a CUDA copy is in flight */
+	RW_SHM_RX_FRAG, /* waiting for / copying the next fragment */
+	RW_SHM_RX_CMA,	/* a CMA job is running */
+	RW_SHM_RX_CUDA, /* a CUDA copy is in flight */
 };
 
 /** One opened peer allocation (CUDA IPC), cached per comm. */
@@ -233,60 +233,60 @@ struct rw_shm_data {
 	uint32_t nslots;
 	uint32_t slot_bytes;
 	struct rw_shm_doorbell *peer_db; /* NULL until known */
-	int ctl_fd;            /* the rendezvous socket (sender: until the reply) */
-	int pidfd;             /* -1 when pidfd_open is unavailable */
-	uint64_t probe_word;   /* the peer reads this to test CMA */
+	int ctl_fd;			 /* the rendezvous socket (sender: until the reply) */
+	int pidfd;			 /* -1 when pidfd_open is unavailable */
+	uint64_t probe_word;		 /* the peer reads this to test CMA */
 
 	struct rw_shm_req *slabs[RW_SHM_MAX_REQS / RW_SHM_SLAB_REQS];
-	int nreqs;             /* requests handed out */
+	int nreqs;			    /* requests handed out */
 	struct rw_shm_req *q_head, *q_tail; /* unfinished, in posting order */
 
 	/* sender */
-	bool accepted;         /* the reply arrived */
-	bool cma;              /* the receiver reads our memory */
-	bool coop;             /* we may write the receiver's memory */
-	uint64_t tail;         /* slots published */
-	uint64_t next_seq;     /* number of the next message */
-	uint64_t post_cur;     /* posted receive the next message goes to */
-	uint32_t post_used;    /* its buffers taken so far (bit mask) */
-	int post_taken;        /* its messages so far */
+	bool accepted;	    /* the reply arrived */
+	bool cma;	    /* the receiver reads our memory */
+	bool coop;	    /* we may write the receiver's memory */
+	uint64_t tail;	    /* slots published */
+	uint64_t next_seq;  /* number of the next message */
+	uint64_t post_cur;  /* posted receive the next message goes to */
+	uint32_t post_used; /* its buffers taken so far (bit mask) */
+	int post_taken;	    /* its messages so far */
 	uint64_t seen_head, seen_acked, seen_claim, seen_posted;
 
 	/* receiver */
-	uint64_t head;         /* slots consumed */
-	uint64_t acked;        /* messages finished */
-	uint64_t posted;       /* receives written to the post ring */
+	uint64_t head;	 /* slots consumed */
+	uint64_t acked;	 /* messages finished */
+	uint64_t posted; /* receives written to the post ring */
 	uint64_t seen_tail;
-	uint64_t rx_seq;       /* number of the next message to start */
+	uint64_t rx_seq; /* number of the next message to start */
 	enum rw_shm_rx_state rx;
 	struct rw_shm_req *cur_req; /* the receive of the current message */
-	int cur_idx;           /* its buffer, -1 when the message is dropped */
+	int cur_idx;		    /* its buffer, -1 when the message is dropped */
 	uint64_t cur_seq;
 	uint64_t cur_size;
-	uint64_t cur_off;      /* FRAG: bytes received so far */
-	int cur_err;           /* the message fails (-EMSGSIZE ...) */
-	char *bounce;          /* CMA into device memory goes through here */
-	void *stream;          /* CUDA stream of this comm's copies (lazy) */
-	void *event;           /* recorded after each CUDA copy */
+	uint64_t cur_off; /* FRAG: bytes received so far */
+	int cur_err;	  /* the message fails (-EMSGSIZE ...) */
+	char *bounce;	  /* CMA into device memory goes through here */
+	void *stream;	  /* CUDA stream of this comm's copies (lazy) */
+	void *event;	  /* recorded after each CUDA copy */
 	struct rw_shm_ipc_cache *ipc;
 };
 
 struct rw_shm_comm {
 	struct rw_net_comm base;
-	uint32_t magic;        /* SEND, RECV or DEAD */
+	uint32_t magic; /* SEND, RECV or DEAD */
 	bool is_send;
 	struct rw_shm_link link; /* graveyard, once closed */
-	char peer[64];         /* "pid 1234 (conn 0123...)" for messages */
+	char peer[64];		 /* "pid 1234 (conn 0123...)" for messages */
 	uint64_t conn_id;
-	pid_t peer_pid;        /* this namespace (SO_PEERCRED); 0 unknown */
-	int fail;              /* sticky connection error */
+	pid_t peer_pid; /* this namespace (SO_PEERCRED); 0 unknown */
+	int fail;	/* sticky connection error */
 	bool fail_logged;
 	uint64_t connected_ns;
-	uint64_t progress_ns;  /* last time anything moved on this comm */
+	uint64_t progress_ns; /* last time anything moved on this comm */
 	uint64_t last_check_ns;
 	pthread_mutex_t mr_lock;
 	struct rw_shm_mr *mrs;
-	struct rw_shm_data d;  /* valid while open */
+	struct rw_shm_data d; /* valid while open */
 };
 
 static inline struct rw_shm_comm *rw_shm_comm_from(struct rw_net_comm *c)
@@ -311,12 +311,9 @@ static inline char *rw_shm_slot_payload(struct rw_shm_slot *s)
 
 /* --- shm_conn.c ------------------------------------------------------------ */
 
-int rw_shm_listen(struct rw_net *net, int dev, void *handle,
-		  struct rw_net_listen **listen_comm);
-int rw_shm_connect(struct rw_net *net, int dev, const void *handle,
-		   struct rw_net_comm **send_comm);
-int rw_shm_accept(struct rw_net_listen *listen_comm,
-		  struct rw_net_comm **recv_comm);
+int rw_shm_listen(struct rw_net *net, int dev, void *handle, struct rw_net_listen **listen_comm);
+int rw_shm_connect(struct rw_net *net, int dev, const void *handle, struct rw_net_comm **send_comm);
+int rw_shm_accept(struct rw_net_listen *listen_comm, struct rw_net_comm **recv_comm);
 int rw_shm_close_listen(struct rw_net_listen *listen_comm);
 /** Sender: read the receiver's reply if it came.  0, or the comm's error. */
 int rw_shm_poll_reply(struct rw_shm_comm *c);
@@ -332,12 +329,12 @@ int rw_shm_memfd_check(int fd, size_t size, const char *what, const char *peer);
 int rw_shm_map(int fd, size_t size, void **out);
 void rw_shm_unmap(void *p, size_t size);
 /** Fill a new segment's control page. */
-void rw_shm_seg_init(struct rw_shm_seg *seg, uint64_t nonce, uint64_t conn_id,
-		     uint32_t nslots, uint32_t slot_bytes, uint64_t seg_bytes);
+void rw_shm_seg_init(struct rw_shm_seg *seg, uint64_t nonce, uint64_t conn_id, uint32_t nslots,
+		     uint32_t slot_bytes, uint64_t seg_bytes);
 /** Check a copy of a received segment's header against the hello.
  *  \return 0, -EPERM (another owner) or -EPROTO; logged. */
-int rw_shm_seg_check(const struct rw_shm_seg_hdr *s, const struct rw_shm_hello *h,
-		     uint64_t nonce, const char *peer);
+int rw_shm_seg_check(const struct rw_shm_seg_hdr *s, const struct rw_shm_hello *h, uint64_t nonce,
+		     const char *peer);
 /** Check a received doorbell page.  0 or -EPROTO; logged. */
 int rw_shm_db_check(const struct rw_shm_doorbell *db, const char *peer);
 
@@ -346,20 +343,17 @@ int rw_shm_db_check(const struct rw_shm_doorbell *db, const char *peer);
 int rw_shm_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 		  struct rw_net_mr **mr);
 int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr);
-int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
-		 struct rw_net_mr *mr, struct rw_net_req **req);
-int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
-		 const size_t *sizes, const int *tags, struct rw_net_mr **mrs,
+int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
 		 struct rw_net_req **req);
-int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data,
-		  const int *sizes, struct rw_net_mr **mrs,
-		  struct rw_net_req **req);
+int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
+		 struct rw_net_mr **mrs, struct rw_net_req **req);
+int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
+		  struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_shm_test(struct rw_net_req *req, int *done, size_t *sizes);
 int rw_shm_close_send(struct rw_net_comm *comm);
 int rw_shm_close_recv(struct rw_net_comm *comm);
 /** A new, open comm with nothing attached; the caller fills in d. */
-int rw_shm_comm_new(struct rw_shm_net *net, bool is_send,
-		    struct rw_shm_comm **out);
+int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **out);
 /** Give back what an open comm holds (requests are cancelled, the peer is
  *  told) and bury its shell.  Used by close and by failed set-ups. */
 void rw_shm_comm_close(struct rw_shm_comm *c);
@@ -389,8 +383,8 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now);
 /** Can this process read pid's memory at addr holding val? */
 bool rw_shm_cma_probe(pid_t pid, uint64_t addr, uint64_t val);
 /** Receiver: start the CMA job of message seq into dst. */
-void rw_shm_cma_job_start(struct rw_shm_comm *c, uint64_t seq, uint64_t src,
-			  char *dst, uint64_t size, bool coop);
+void rw_shm_cma_job_start(struct rw_shm_comm *c, uint64_t seq, uint64_t src, char *dst,
+			  uint64_t size, bool coop);
 /**
  * Copy up to RW_SHM_CMA_BUDGET chunks of the current job (receiver: read,
  * sender: write).  \return bytes copied (>= 0) or -errno of a copy.

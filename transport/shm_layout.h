@@ -60,20 +60,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RW_SHM_VERSION 1
-#define RW_SHM_MAGIC 0x4d485352u      /* "RSHM" as a little-endian word */
-#define RW_SHM_SEG_MAGIC 0x47455352u  /* "RSEG" */
-#define RW_SHM_DB_MAGIC 0x4c425752u   /* "RWBL" */
-#define RW_SHM_SOCK_PREFIX "ringway-shm."
-#define RW_SHM_CACHELINE 64
-#define RW_SHM_CTRL_BYTES 4096        /* control page */
-#define RW_SHM_POST_RING 512          /* posted receives in flight */
-#define RW_SHM_POST_BYTES (RW_SHM_POST_RING * 128) /* after the control page */
-#define RW_SHM_SLOTS_OFFSET (RW_SHM_CTRL_BYTES + RW_SHM_POST_BYTES)
-#define RW_SHM_DB_BYTES 4096          /* doorbell page */
-#define RW_SHM_ACK_RING 512           /* > sends in flight per connection (256) */
+#define RW_SHM_VERSION	      1
+#define RW_SHM_MAGIC	      0x4d485352u /* "RSHM" as a little-endian word */
+#define RW_SHM_SEG_MAGIC      0x47455352u /* "RSEG" */
+#define RW_SHM_DB_MAGIC	      0x4c425752u /* "RWBL" */
+#define RW_SHM_SOCK_PREFIX    "ringway-shm."
+#define RW_SHM_CACHELINE      64
+#define RW_SHM_CTRL_BYTES     4096		       /* control page */
+#define RW_SHM_POST_RING      512		       /* posted receives in flight */
+#define RW_SHM_POST_BYTES     (RW_SHM_POST_RING * 128) /* after the control page */
+#define RW_SHM_SLOTS_OFFSET   (RW_SHM_CTRL_BYTES + RW_SHM_POST_BYTES)
+#define RW_SHM_DB_BYTES	      4096 /* doorbell page */
+#define RW_SHM_ACK_RING	      512  /* > sends in flight per connection (256) */
 #define RW_SHM_SLOT_HDR_BYTES 64
-#define RW_SHM_MAX_SEG_BYTES (1ull << 32) /* refuse larger segments */
+#define RW_SHM_MAX_SEG_BYTES  (1ull << 32) /* refuse larger segments */
 
 /* --- handle ---------------------------------------------------------- */
 
@@ -82,7 +82,7 @@
 struct rw_shm_host_id {
 	uint8_t boot_id[16]; /*  0: /proc/sys/kernel/random/boot_id */
 	uint64_t host_hash;  /* 16: FNV-1a of the hostname */
-	uint64_t netns;      /* 24: inode of /proc/self/ns/net, 0 if unknown */
+	uint64_t netns;	     /* 24: inode of /proc/self/ns/net, 0 if unknown */
 };
 
 static_assert(sizeof(struct rw_shm_host_id) == 32, "host id layout");
@@ -90,13 +90,13 @@ static_assert(sizeof(struct rw_shm_host_id) == 32, "host id layout");
 /** The listen handle.  56 bytes (it also rides in the auto transport's
  *  handle, net_auto_proto.h); RW_NET_HANDLE_MAXSIZE is 128. */
 struct rw_shm_handle {
-	uint32_t magic;             /*  0: RW_SHM_MAGIC */
-	uint8_t version;            /*  4: RW_SHM_VERSION */
-	uint8_t rsvd0[3];           /*  5: zero */
-	uint64_t nonce;             /*  8: random per listener; names its socket */
+	uint32_t magic;		    /*  0: RW_SHM_MAGIC */
+	uint8_t version;	    /*  4: RW_SHM_VERSION */
+	uint8_t rsvd0[3];	    /*  5: zero */
+	uint64_t nonce;		    /*  8: random per listener; names its socket */
 	struct rw_shm_host_id host; /* 16 */
-	uint32_t uid;               /* 48: the listener's effective uid */
-	int32_t pid;                /* 52: the listener's pid (its namespace) */
+	uint32_t uid;		    /* 48: the listener's effective uid */
+	int32_t pid;		    /* 52: the listener's pid (its namespace) */
 };
 
 static_assert(sizeof(struct rw_shm_handle) == 56, "handle layout");
@@ -118,18 +118,18 @@ enum rw_shm_msg_kind {
 
 /** Connecting side -> accepting side, with two SCM_RIGHTS descriptors. */
 struct rw_shm_hello {
-	uint32_t magic;      /*  0: RW_SHM_MAGIC */
+	uint32_t magic;	     /*  0: RW_SHM_MAGIC */
 	uint8_t version;     /*  4: RW_SHM_VERSION */
-	uint8_t kind;        /*  5: RW_SHM_MSG_HELLO */
-	uint16_t rsvd0;      /*  6: zero */
-	uint64_t nonce;      /*  8: the handle's nonce */
+	uint8_t kind;	     /*  5: RW_SHM_MSG_HELLO */
+	uint16_t rsvd0;	     /*  6: zero */
+	uint64_t nonce;	     /*  8: the handle's nonce */
 	uint64_t conn_id;    /* 16: random per connect, also in the segment */
 	uint64_t seg_bytes;  /* 24: size of the segment memfd */
 	uint64_t probe_addr; /* 32: address of an 8-byte word in the sender... */
 	uint64_t probe_val;  /* 40: ...holding this value (CMA probe) */
-	uint32_t flags;      /* 48: RW_SHM_FLAG_* the sender allows */
-	uint32_t rsvd1;      /* 52: zero */
-	uint64_t rsvd2;      /* 56: zero */
+	uint32_t flags;	     /* 48: RW_SHM_FLAG_* the sender allows */
+	uint32_t rsvd1;	     /* 52: zero */
+	uint64_t rsvd2;	     /* 56: zero */
 };
 
 static_assert(sizeof(struct rw_shm_hello) == 64, "hello layout");
@@ -138,16 +138,16 @@ static_assert(offsetof(struct rw_shm_hello, probe_addr) == 32, "hello layout");
 
 /** Accepting side -> connecting side, with one descriptor when status == 0. */
 struct rw_shm_reply {
-	uint32_t magic;      /*  0: RW_SHM_MAGIC */
+	uint32_t magic;	     /*  0: RW_SHM_MAGIC */
 	uint8_t version;     /*  4: RW_SHM_VERSION */
-	uint8_t kind;        /*  5: RW_SHM_MSG_REPLY */
-	uint16_t rsvd0;      /*  6: zero */
+	uint8_t kind;	     /*  5: RW_SHM_MSG_REPLY */
+	uint16_t rsvd0;	     /*  6: zero */
 	uint64_t conn_id;    /*  8: the hello's conn_id */
-	int32_t status;      /* 16: 0 accepted, or -errno: why it was refused */
-	uint32_t flags;      /* 20: RW_SHM_FLAG_CMA: receiver reads sender memory */
+	int32_t status;	     /* 16: 0 accepted, or -errno: why it was refused */
+	uint32_t flags;	     /* 20: RW_SHM_FLAG_CMA: receiver reads sender memory */
 	uint64_t probe_addr; /* 24: a word in the receiver (sender's CMA probe) */
 	uint64_t probe_val;  /* 32 */
-	uint64_t rsvd1;      /* 40: zero */
+	uint64_t rsvd1;	     /* 40: zero */
 };
 
 static_assert(sizeof(struct rw_shm_reply) == 48, "reply layout");
@@ -157,10 +157,10 @@ static_assert(offsetof(struct rw_shm_reply, status) == 16, "reply layout");
 
 /** Line 0 of the segment; the creator writes it before the hello. */
 struct rw_shm_seg_hdr {
-	uint32_t magic;       /*  0: RW_SHM_SEG_MAGIC */
+	uint32_t magic;	      /*  0: RW_SHM_SEG_MAGIC */
 	uint16_t version;     /*  4: RW_SHM_VERSION */
 	uint16_t ctrl_bytes;  /*  6: RW_SHM_CTRL_BYTES */
-	uint64_t nonce;       /*  8: the listener's nonce */
+	uint64_t nonce;	      /*  8: the listener's nonce */
 	uint64_t conn_id;     /* 16: the hello's conn_id */
 	uint32_t creator_uid; /* 24 */
 	int32_t creator_pid;  /* 28: in the creator's namespace */
@@ -174,7 +174,7 @@ static_assert(sizeof(struct rw_shm_seg_hdr) == RW_SHM_CACHELINE, "segment header
 
 /** Sender's line: only the sender writes it. */
 struct rw_shm_seg_tx {
-	uint64_t tail;     /* slots published (monotonic) */
+	uint64_t tail;	   /* slots published (monotonic) */
 	uint64_t replayed; /* posted receives the sender is done with */
 	uint32_t closed;   /* 1 once the sender closed its side */
 	uint32_t rsvd;
@@ -183,8 +183,8 @@ struct rw_shm_seg_tx {
 
 /** Receiver's line: only the receiver writes it. */
 struct rw_shm_seg_rx {
-	uint64_t head;     /* slots consumed (monotonic) */
-	uint64_t acked;    /* messages finished; status in ack[] */
+	uint64_t head;	   /* slots consumed (monotonic) */
+	uint64_t acked;	   /* messages finished; status in ack[] */
 	uint64_t posted;   /* receives posted; entries in the post ring */
 	uint32_t closed;   /* 1 once the receiver closed its side */
 	uint32_t accepted; /* 1 once the receiver validated everything */
@@ -199,28 +199,28 @@ struct rw_shm_seg_rx {
  * the bytes to done.  The generation in claim's top bits makes a stale claim
  * fail, so a job cannot be replaced while one of its chunks is in flight.
  */
-#define RW_SHM_CLAIM_IDX_BITS 24
-#define RW_SHM_CLAIM_IDX_MASK ((1ull << RW_SHM_CLAIM_IDX_BITS) - 1)
+#define RW_SHM_CLAIM_IDX_BITS  24
+#define RW_SHM_CLAIM_IDX_MASK  ((1ull << RW_SHM_CLAIM_IDX_BITS) - 1)
 #define RW_SHM_CLAIM(gen, idx) (((uint64_t)(gen) << RW_SHM_CLAIM_IDX_BITS) | (idx))
-#define RW_SHM_CLAIM_GEN(w) ((w) >> RW_SHM_CLAIM_IDX_BITS)
+#define RW_SHM_CLAIM_GEN(w)    ((w) >> RW_SHM_CLAIM_IDX_BITS)
 
 /* rw_shm_seg_job.flags */
 #define RW_SHM_JOB_COOP 0x1u /* the sender may help (host destination) */
 
 struct rw_shm_seg_job {
-	uint64_t claim;   /* generation << 24 | next chunk index; 0: none yet */
-	uint64_t seq;     /* message number */
-	uint64_t src;     /* sender address */
-	uint64_t dst;     /* receiver address */
-	uint64_t size;    /* bytes */
-	uint32_t chunk;   /* bytes per chunk */
-	uint32_t flags;   /* RW_SHM_JOB_* */
+	uint64_t claim; /* generation << 24 | next chunk index; 0: none yet */
+	uint64_t seq;	/* message number */
+	uint64_t src;	/* sender address */
+	uint64_t dst;	/* receiver address */
+	uint64_t size;	/* bytes */
+	uint32_t chunk; /* bytes per chunk */
+	uint32_t flags; /* RW_SHM_JOB_* */
 	uint64_t pad[2];
 };
 
 struct rw_shm_seg_prog {
-	uint64_t done;    /* bytes of the current job copied, by either side */
-	int32_t err;      /* first copy error (-errno), 0 if none */
+	uint64_t done; /* bytes of the current job copied, by either side */
+	int32_t err;   /* first copy error (-errno), 0 if none */
 	uint32_t rsvd;
 	uint64_t pad[6];
 };
@@ -248,12 +248,12 @@ static_assert(sizeof(struct rw_shm_seg) <= RW_SHM_CTRL_BYTES, "control page");
 
 /** One posted receive (irecv), in the post ring at RW_SHM_CTRL_BYTES. */
 struct rw_shm_post {
-	uint32_t n;        /*   0: buffers, 1..RW_SHM_MAX_RECVS */
-	uint32_t rsvd;     /*   4 */
-	uint64_t seq;      /*   8: number of the receive on this connection */
-	int32_t tag[8];    /*  16: each buffer's tag */
-	uint64_t size[8];  /*  48: each buffer's size */
-	uint64_t pad[2];   /* 112 */
+	uint32_t n;	  /*   0: buffers, 1..RW_SHM_MAX_RECVS */
+	uint32_t rsvd;	  /*   4 */
+	uint64_t seq;	  /*   8: number of the receive on this connection */
+	int32_t tag[8];	  /*  16: each buffer's tag */
+	uint64_t size[8]; /*  48: each buffer's size */
+	uint64_t pad[2];  /* 112 */
 };
 
 #define RW_SHM_MAX_RECVS 8 /* == RW_NET_MAX_RECVS */
@@ -263,21 +263,21 @@ static_assert(RW_SHM_POST_BYTES % 4096 == 0, "slots start on a page");
 /* rw_shm_slot.kind */
 enum rw_shm_slot_kind {
 	RW_SHM_SLOT_INLINE = 1, /* the whole message is in this slot */
-	RW_SHM_SLOT_FRAG = 2,   /* one piece of a message spread over slots */
-	RW_SHM_SLOT_CMA = 3,    /* descriptor: receiver copies from addr */
-	RW_SHM_SLOT_CUDA = 4,   /* descriptor: rw_shm_cuda_desc in the payload */
+	RW_SHM_SLOT_FRAG = 2,	/* one piece of a message spread over slots */
+	RW_SHM_SLOT_CMA = 3,	/* descriptor: receiver copies from addr */
+	RW_SHM_SLOT_CUDA = 4,	/* descriptor: rw_shm_cuda_desc in the payload */
 };
 
 /** Head of every slot; the payload follows at RW_SHM_SLOT_HDR_BYTES. */
 struct rw_shm_slot {
-	uint32_t kind;   /*  0: enum rw_shm_slot_kind */
-	int32_t tag;     /*  4: the sender's tag */
-	uint64_t size;   /*  8: message bytes */
-	uint64_t seq;    /* 16: message number on this connection */
-	uint64_t offset; /* 24: FRAG: where this piece goes in the message */
-	uint32_t len;    /* 32: payload bytes in this slot */
-	uint32_t rsvd0;  /* 36 */
-	uint64_t addr;   /* 40: CMA: the sender's address of the message */
+	uint32_t kind;	   /*  0: enum rw_shm_slot_kind */
+	int32_t tag;	   /*  4: the sender's tag */
+	uint64_t size;	   /*  8: message bytes */
+	uint64_t seq;	   /* 16: message number on this connection */
+	uint64_t offset;   /* 24: FRAG: where this piece goes in the message */
+	uint32_t len;	   /* 32: payload bytes in this slot */
+	uint32_t rsvd0;	   /* 36 */
+	uint64_t addr;	   /* 40: CMA: the sender's address of the message */
 	uint64_t rsvd1[2]; /* 48 */
 };
 
@@ -290,8 +290,8 @@ static_assert(offsetof(struct rw_shm_slot, addr) == 40, "slot header");
 /** Payload of a RW_SHM_SLOT_CUDA slot. */
 struct rw_shm_cuda_desc {
 	uint8_t handle[RW_SHM_CUDA_HANDLE_BYTES]; /*  0: IPC handle of the allocation */
-	uint64_t offset;                          /* 64: message start in it */
-	uint64_t rsvd;                            /* 72 */
+	uint64_t offset;			  /* 64: message start in it */
+	uint64_t rsvd;				  /* 72 */
 };
 
 static_assert(sizeof(struct rw_shm_cuda_desc) == 80, "CUDA descriptor");
@@ -299,15 +299,15 @@ static_assert(sizeof(struct rw_shm_cuda_desc) == 80, "CUDA descriptor");
 /* --- doorbell ---------------------------------------------------------- */
 
 struct rw_shm_doorbell {
-	uint32_t magic;      /*   0: RW_SHM_DB_MAGIC */
-	uint16_t version;    /*   4: RW_SHM_VERSION */
+	uint32_t magic;	  /*   0: RW_SHM_DB_MAGIC */
+	uint16_t version; /*   4: RW_SHM_VERSION */
 	uint16_t rsvd0;
-	uint32_t owner_uid;  /*   8 */
-	int32_t owner_pid;   /*  12 */
+	uint32_t owner_uid; /*   8 */
+	int32_t owner_pid;  /*  12 */
 	uint64_t pad0[6];
-	uint32_t seq;        /*  64: futex word, bumped by a peer that rings */
+	uint32_t seq; /*  64: futex word, bumped by a peer that rings */
 	uint32_t pad1[15];
-	uint32_t sleepers;   /* 128: owner threads about to sleep or asleep */
+	uint32_t sleepers; /* 128: owner threads about to sleep or asleep */
 	uint32_t pad2[15];
 };
 

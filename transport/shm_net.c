@@ -137,8 +137,7 @@ int rw_shm_host_id_get(struct rw_shm_host_id *out)
 	return 0;
 }
 
-bool rw_shm_host_id_equal(const struct rw_shm_host_id *a,
-			  const struct rw_shm_host_id *b)
+bool rw_shm_host_id_equal(const struct rw_shm_host_id *a, const struct rw_shm_host_id *b)
 {
 	return memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) == 0 &&
 	       a->host_hash == b->host_hash && a->netns == b->netns;
@@ -161,19 +160,18 @@ int rw_shm_handle_check(const void *handle)
 	return 0;
 }
 
-int rw_shm_handle_addr(const void *handle, struct sockaddr_un *addr,
-		       socklen_t *len)
+int rw_shm_handle_addr(const void *handle, struct sockaddr_un *addr, socklen_t *len)
 {
 	struct rw_shm_handle h;
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	int rc = rw_shm_handle_check(handle), n;
 
 	if (rc)
 		return rc;
 	memcpy(&h, handle, sizeof(h));
 	/* abstract name: a leading NUL, no terminator */
-	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "%s%016llx",
-		     RW_SHM_SOCK_PREFIX, (unsigned long long)h.nonce);
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "%s%016llx", RW_SHM_SOCK_PREFIX,
+		     (unsigned long long)h.nonce);
 	*addr = a;
 	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 	return 0;
@@ -190,16 +188,14 @@ static int shm_devices(struct rw_net *net, int *ndev)
 	return 0;
 }
 
-static int shm_get_properties(struct rw_net *base, int dev,
-			      struct rw_net_props *props)
+static int shm_get_properties(struct rw_net *base, int dev, struct rw_net_props *props)
 {
 	struct rw_shm_net *net = rw_shm_net_from(base);
 
 	if (!props)
 		return -EINVAL;
 	if (dev != 0) {
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: getProperties(dev=%d): only device 0",
-			dev);
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: getProperties(dev=%d): only device 0", dev);
 		return -EINVAL;
 	}
 	*props = net->props;
@@ -322,8 +318,8 @@ int rw_shm_create(const struct rw_config *cfg, struct rw_net **out)
 	rw_shm_live_add(RW_SHM_LIVE_NETS, 1);
 	RW_INFO(RW_LOG_INIT | RW_LOG_SHM,
 		"shm: ready (pid %d, %u slots x %u bytes per connection, CMA %s, CUDA IPC %s)",
-		(int)net->pid, net->nslots, net->slot_bytes,
-		cfg->shm_cma ? "allowed" : "off", net->cuda ? "yes" : "no");
+		(int)net->pid, net->nslots, net->slot_bytes, cfg->shm_cma ? "allowed" : "off",
+		net->cuda ? "yes" : "no");
 	*out = &net->base;
 	return 0;
 

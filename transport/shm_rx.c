@@ -28,7 +28,8 @@ static int proto_error(struct rw_shm_comm *c, const char *what, const struct rw_
 	char why[160];
 
 	snprintf(why, sizeof(why),
-		 "%s (slot %llu: kind %u, message %llu, offset %llu, %u of %llu bytes; expected message %llu)",
+		 "%s (slot %llu: kind %u, message %llu, offset %llu, %u of %llu bytes; expected "
+		 "message %llu)",
 		 what, (unsigned long long)c->d.head, s->kind, (unsigned long long)s->seq,
 		 (unsigned long long)s->offset, s->len, (unsigned long long)s->size,
 		 (unsigned long long)c->d.rx_seq);
@@ -171,9 +172,10 @@ static int start_cuda(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
 	rc = ipc_lookup(c, &d, &e);
 	if (rc == 0 && (d.offset > e->size || c->d.cur_size > e->size - d.offset)) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: message %llu from %s: %llu bytes at offset %llu leave the %zu-byte CUDA allocation",
-			(unsigned long long)c->d.cur_seq, c->peer, (unsigned long long)c->d.cur_size,
-			(unsigned long long)d.offset, e->size);
+			"shm: message %llu from %s: %llu bytes at offset %llu leave the %zu-byte "
+			"CUDA allocation",
+			(unsigned long long)c->d.cur_seq, c->peer,
+			(unsigned long long)c->d.cur_size, (unsigned long long)d.offset, e->size);
 		rc = -EPROTO;
 	}
 	if (rc == 0 && !c->d.stream)
@@ -238,17 +240,20 @@ static int start_message(struct rw_shm_comm *c)
 	if (idx < 0) {
 		tags_str(r, tags, sizeof(tags));
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: receive comm from %s: message %llu of %llu bytes with tag %d matches no buffer of the oldest receive (tags %s); dropped",
-			c->peer, (unsigned long long)h.seq, (unsigned long long)h.size, h.tag, tags);
+			"shm: receive comm from %s: message %llu of %llu bytes with tag %d matches "
+			"no buffer of the oldest receive (tags %s); dropped",
+			c->peer, (unsigned long long)h.seq, (unsigned long long)h.size, h.tag,
+			tags);
 		c->d.cur_err = -ENOMSG;
 	} else {
 		b = &r->buf[idx];
 		b->matched = true;
 		if (h.size > b->cap) {
 			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: receive comm from %s: message %llu of %llu bytes with tag %d does not fit buffer %d (%zu bytes); dropped",
-				c->peer, (unsigned long long)h.seq, (unsigned long long)h.size, h.tag,
-				idx, b->cap);
+				"shm: receive comm from %s: message %llu of %llu bytes with tag %d "
+				"does not fit buffer %d (%zu bytes); dropped",
+				c->peer, (unsigned long long)h.seq, (unsigned long long)h.size,
+				h.tag, idx, b->cap);
 			c->d.cur_err = -EMSGSIZE;
 		}
 	}
@@ -369,7 +374,7 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 /* Tell the sender about receive r (shm_layout.h: posted receives). */
 static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
 {
-	struct rw_shm_post e = { .n = (uint32_t)r->n, .seq = c->d.posted };
+	struct rw_shm_post e = {.n = (uint32_t)r->n, .seq = c->d.posted};
 
 	for (int i = 0; i < r->n; i++) {
 		e.tag[i] = r->buf[i].tag;
@@ -380,9 +385,8 @@ static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
 	__atomic_store_n(&c->d.seg->rx.posted, c->d.posted, __ATOMIC_RELEASE);
 }
 
-int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
-		 const size_t *sizes, const int *tags, struct rw_net_mr **mrs,
-		 struct rw_net_req **req)
+int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
+		 struct rw_net_mr **mrs, struct rw_net_req **req)
 {
 	struct rw_shm_comm *c;
 	struct rw_shm_req *r;
@@ -392,7 +396,8 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
 		return rc;
 	if (!req || n < 1 || n > RW_NET_MAX_RECVS || !data || !sizes || !tags || !mrs) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: irecv(n=%d, data=%p, sizes=%p, tags=%p, mrs=%p, req=%p) from %s: bad arguments (n must be 1..%d)",
+			"shm: irecv(n=%d, data=%p, sizes=%p, tags=%p, mrs=%p, req=%p) from %s: bad "
+			"arguments (n must be 1..%d)",
 			n, (void *)data, (const void *)sizes, (const void *)tags, (void *)mrs,
 			(void *)req, c->peer, RW_NET_MAX_RECVS);
 		return -EINVAL;
@@ -404,7 +409,8 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
 		    (sizes[i] && (!data[i] || (char *)data[i] < m->addr ||
 				  (char *)data[i] + sizes[i] > m->addr + m->size))) {
 			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: irecv buffer %d (%p, %zu bytes, mr %p) from %s: not in a registration of this comm",
+				"shm: irecv buffer %d (%p, %zu bytes, mr %p) from %s: not in a "
+				"registration of this comm",
 				i, data[i], sizes[i], (void *)mrs[i], c->peer);
 			return -EINVAL;
 		}
@@ -412,7 +418,8 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data,
 	if (c->fail)
 		return c->fail;
 	if (c->d.posted - __atomic_load_n(&c->d.seg->tx.replayed, __ATOMIC_ACQUIRE) >=
-	    RW_SHM_POST_RING || !(r = rw_shm_req_get(c, RW_SHM_REQ_RECV))) {
+		    RW_SHM_POST_RING ||
+	    !(r = rw_shm_req_get(c, RW_SHM_REQ_RECV))) {
 		*req = NULL; /* no room: the sender has yet to catch up */
 		return 0;
 	}

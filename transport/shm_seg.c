@@ -51,7 +51,8 @@ int rw_shm_memfd_check(int fd, size_t size, const char *what, const char *peer)
 	}
 	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0600) {
 		RW_WARN(RW_LOG_SHM,
-			"shm: %s from %s refused: owner uid %u mode %04o, expected uid %u mode 0600",
+			"shm: %s from %s refused: owner uid %u mode %04o, expected uid %u mode "
+			"0600",
 			what, peer, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
 			(unsigned)geteuid());
 		return -EPERM;
@@ -62,8 +63,7 @@ int rw_shm_memfd_check(int fd, size_t size, const char *what, const char *peer)
 		return -EPROTO;
 	}
 	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) !=
-				 (F_SEAL_SHRINK | F_SEAL_SEAL)) {
+	if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_SEAL)) != (F_SEAL_SHRINK | F_SEAL_SEAL)) {
 		RW_WARN(RW_LOG_SHM,
 			"shm: %s from %s refused: not sealed against shrinking (seals %#x)", what,
 			peer, seals);
@@ -95,8 +95,8 @@ void rw_shm_unmap(void *p, size_t size)
 	rw_shm_live_add(RW_SHM_LIVE_MAPS, -1);
 }
 
-void rw_shm_seg_init(struct rw_shm_seg *seg, uint64_t nonce, uint64_t conn_id,
-		     uint32_t nslots, uint32_t slot_bytes, uint64_t seg_bytes)
+void rw_shm_seg_init(struct rw_shm_seg *seg, uint64_t nonce, uint64_t conn_id, uint32_t nslots,
+		     uint32_t slot_bytes, uint64_t seg_bytes)
 {
 	memset(seg, 0, sizeof(*seg));
 	seg->hdr.magic = RW_SHM_SEG_MAGIC;
@@ -111,8 +111,8 @@ void rw_shm_seg_init(struct rw_shm_seg *seg, uint64_t nonce, uint64_t conn_id,
 	seg->hdr.seg_bytes = seg_bytes;
 }
 
-int rw_shm_seg_check(const struct rw_shm_seg_hdr *s, const struct rw_shm_hello *h,
-		     uint64_t nonce, const char *peer)
+int rw_shm_seg_check(const struct rw_shm_seg_hdr *s, const struct rw_shm_hello *h, uint64_t nonce,
+		     const char *peer)
 {
 	const char *why = NULL;
 
@@ -124,9 +124,8 @@ int rw_shm_seg_check(const struct rw_shm_seg_hdr *s, const struct rw_shm_hello *
 		why = "created by another user";
 	else if (s->nonce != nonce || s->conn_id != h->conn_id)
 		why = "belongs to another connection";
-	else if (s->ctrl_bytes != RW_SHM_CTRL_BYTES || s->nslots < 2 ||
-		 s->slot_bytes < 4096 || s->slot_bytes % 4096 ||
-		 s->seg_bytes != h->seg_bytes ||
+	else if (s->ctrl_bytes != RW_SHM_CTRL_BYTES || s->nslots < 2 || s->slot_bytes < 4096 ||
+		 s->slot_bytes % 4096 || s->seg_bytes != h->seg_bytes ||
 		 s->seg_bytes != RW_SHM_SLOTS_OFFSET + (uint64_t)s->nslots * s->slot_bytes)
 		why = "inconsistent geometry";
 	if (!why)
@@ -145,7 +144,8 @@ int rw_shm_db_check(const struct rw_shm_doorbell *db, const char *peer)
 	    db->owner_uid == (uint32_t)geteuid())
 		return 0;
 	RW_WARN(RW_LOG_SHM,
-		"shm: doorbell from %s refused (magic %#x, version %u, uid %u; expected version %u, uid %u)",
+		"shm: doorbell from %s refused (magic %#x, version %u, uid %u; expected version "
+		"%u, uid %u)",
 		peer, db->magic, (unsigned)db->version, (unsigned)db->owner_uid, RW_SHM_VERSION,
 		(unsigned)geteuid());
 	return -EPROTO;

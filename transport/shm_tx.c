@@ -39,8 +39,7 @@ static uint32_t choose_mode(struct rw_shm_comm *c, struct rw_shm_req *r)
 	return r->size <= payload_bytes(c) ? RW_SHM_SLOT_INLINE : RW_SHM_SLOT_FRAG;
 }
 
-static struct rw_shm_slot *slot_begin(struct rw_shm_comm *c, struct rw_shm_req *r,
-				      uint32_t kind)
+static struct rw_shm_slot *slot_begin(struct rw_shm_comm *c, struct rw_shm_req *r, uint32_t kind)
 {
 	struct rw_shm_slot *s = rw_shm_slot_at(c, c->d.tail);
 
@@ -58,8 +57,7 @@ static struct rw_shm_slot *slot_begin(struct rw_shm_comm *c, struct rw_shm_req *
  * Publish what fits of r into free slots.  \return slots written; *stall
  * is set when r could not be finished now (ring full, or mode unknown).
  */
-static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t head,
-			bool *stall)
+static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t head, bool *stall)
 {
 	uint32_t written = 0, free_slots = c->d.nslots - (uint32_t)(c->d.tail - head);
 	struct rw_shm_slot *s;
@@ -122,7 +120,8 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t he
 	rw_shm_stat_add(r->mode == RW_SHM_SLOT_INLINE ? &rw_shm_stats_g.msgs_inline
 			: r->mode == RW_SHM_SLOT_CMA  ? &rw_shm_stats_g.msgs_cma
 			: r->mode == RW_SHM_SLOT_CUDA ? &rw_shm_stats_g.msgs_cuda
-						      : &rw_shm_stats_g.msgs_frag, 1);
+						      : &rw_shm_stats_g.msgs_frag,
+			1);
 	return written;
 }
 
@@ -158,14 +157,17 @@ static int resolve(struct rw_shm_comm *c)
 		if (i == (int)e.n) {
 			r->rstatus = -ENOMSG;
 			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: send comm to %s: send of %zu bytes with tag %d matches no buffer of the peer's receive #%llu; the peer drops it",
+				"shm: send comm to %s: send of %zu bytes with tag %d matches no "
+				"buffer of the peer's receive #%llu; the peer drops it",
 				c->peer, r->size, r->tag, (unsigned long long)e.seq);
 		} else {
 			d->post_used |= 1u << i;
 			r->rstatus = r->size > e.size[i] ? -EMSGSIZE : 0;
 			if (r->rstatus)
 				RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-					"shm: send comm to %s: send of %zu bytes with tag %d is larger than the peer's buffer %d of receive #%llu (%llu bytes); the peer drops it",
+					"shm: send comm to %s: send of %zu bytes with tag %d is "
+					"larger than the peer's buffer %d of receive #%llu (%llu "
+					"bytes); the peer drops it",
 					c->peer, r->size, r->tag, i, (unsigned long long)e.seq,
 					(unsigned long long)e.size[i]);
 		}
@@ -274,8 +276,8 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 	return moved;
 }
 
-int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
-		 struct rw_net_mr *mr, struct rw_net_req **req)
+int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
+		 struct rw_net_req **req)
 {
 	struct rw_shm_comm *c;
 	struct rw_shm_mr *m = mr ? rw_shm_mr_from(mr) : NULL;
@@ -288,7 +290,8 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 	    (size && ((char *)data < m->addr || (char *)data + size > m->addr + m->size)) ||
 	    (m->type == RW_PTR_CUDA && !m->exported)) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: isend(%p, %zu bytes, tag %d, mr %p) to %s: bad arguments (the data must "
+			"shm: isend(%p, %zu bytes, tag %d, mr %p) to %s: bad arguments (the data "
+			"must "
 			"lie in a registration of this comm)",
 			data, size, tag, (void *)mr, c->peer);
 		return -EINVAL;

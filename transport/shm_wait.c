@@ -68,7 +68,7 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_net *net = rw_shm_comm_net(c);
 	struct rw_shm_doorbell *db = net->db;
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)RW_SHM_SLEEP_MAX_NS };
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)RW_SHM_SLEEP_MAX_NS};
 	uint32_t seq;
 
 	uint64_t last = __atomic_load_n(&net->last_progress_ns, __ATOMIC_RELAXED);
@@ -114,7 +114,7 @@ int rw_shm_pidfd_open(pid_t pid)
 static bool peer_exited(struct rw_shm_comm *c)
 {
 	if (c->d.pidfd >= 0) {
-		struct pollfd p = { .fd = c->d.pidfd, .events = POLLIN };
+		struct pollfd p = {.fd = c->d.pidfd, .events = POLLIN};
 
 		return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
 	}

@@ -13,18 +13,26 @@
 #include "transport/sock.h"
 
 static const char *const env_auto[] = {
-	"RINGWAY_TRANSPORT", "auto",
-	"RINGWAY_SOCKET_IFNAME", "=lo",
-	"RINGWAY_SOCKET_FAMILY", "ipv4",
-	"RINGWAY_TIMEOUT_MS", "2000",
+	"RINGWAY_TRANSPORT",
+	"auto",
+	"RINGWAY_SOCKET_IFNAME",
+	"=lo",
+	"RINGWAY_SOCKET_FAMILY",
+	"ipv4",
+	"RINGWAY_TIMEOUT_MS",
+	"2000",
 	NULL,
 };
 
 static const char *const env_socket[] = {
-	"RINGWAY_TRANSPORT", "socket",
-	"RINGWAY_SOCKET_IFNAME", "=lo",
-	"RINGWAY_SOCKET_FAMILY", "ipv4",
-	"RINGWAY_TIMEOUT_MS", "2000",
+	"RINGWAY_TRANSPORT",
+	"socket",
+	"RINGWAY_SOCKET_IFNAME",
+	"=lo",
+	"RINGWAY_SOCKET_FAMILY",
+	"ipv4",
+	"RINGWAY_TIMEOUT_MS",
+	"2000",
 	NULL,
 };
 

@@ -14,23 +14,32 @@
 #include "transport/shm.h"
 
 static const char *const env_default[] = {
-	"RINGWAY_TIMEOUT_MS", "2000",
+	"RINGWAY_TIMEOUT_MS",
+	"2000",
 	NULL,
 };
 
 static const char *const env_slots[] = {
-	"RINGWAY_TIMEOUT_MS", "2000",
-	"RINGWAY_SHM_CMA", "0",
-	"RINGWAY_SHM_NSLOTS", "4",
-	"RINGWAY_SHM_SLOT_BYTES", "16K",
+	"RINGWAY_TIMEOUT_MS",
+	"2000",
+	"RINGWAY_SHM_CMA",
+	"0",
+	"RINGWAY_SHM_NSLOTS",
+	"4",
+	"RINGWAY_SHM_SLOT_BYTES",
+	"16K",
 	NULL,
 };
 
 static const char *const env_cma[] = {
-	"RINGWAY_TIMEOUT_MS", "2000",
-	"RINGWAY_SHM_CMA_MIN", "4K",
-	"RINGWAY_SHM_NSLOTS", "2",
-	"RINGWAY_SHM_SLOT_BYTES", "8K",
+	"RINGWAY_TIMEOUT_MS",
+	"2000",
+	"RINGWAY_SHM_CMA_MIN",
+	"4K",
+	"RINGWAY_SHM_NSLOTS",
+	"2",
+	"RINGWAY_SHM_SLOT_BYTES",
+	"8K",
 	NULL,
 };
 

@@ -26,7 +26,7 @@
 static struct rw_config cfg;
 static struct rw_net *net;
 
-static const char *const env_default[] = { "RINGWAY_TIMEOUT_MS", "5000", NULL };
+static const char *const env_default[] = {"RINGWAY_TIMEOUT_MS", "5000", NULL};
 
 static int make_net(const char *const *env)
 {
@@ -179,12 +179,22 @@ static void host_identity_and_handle(void **state)
 static void paths_follow_the_parameters(void **state)
 {
 	static const char *const env_small[] = {
-		"RINGWAY_SHM_SLOT_BYTES", "16K", "RINGWAY_SHM_NSLOTS", "4",
-		"RINGWAY_SHM_CMA_MIN", "64K", NULL,
+		"RINGWAY_SHM_SLOT_BYTES",
+		"16K",
+		"RINGWAY_SHM_NSLOTS",
+		"4",
+		"RINGWAY_SHM_CMA_MIN",
+		"64K",
+		NULL,
 	};
 	static const char *const env_nocma[] = {
-		"RINGWAY_SHM_SLOT_BYTES", "16K", "RINGWAY_SHM_NSLOTS", "4",
-		"RINGWAY_SHM_CMA", "0", NULL,
+		"RINGWAY_SHM_SLOT_BYTES",
+		"16K",
+		"RINGWAY_SHM_NSLOTS",
+		"4",
+		"RINGWAY_SHM_CMA",
+		"0",
+		NULL,
 	};
 	struct rw_shm_stats s0, s1;
 	struct pair p;
@@ -194,8 +204,8 @@ static void paths_follow_the_parameters(void **state)
 	assert_int_equal(make_net(env_small), 0);
 	pair_open(&p);
 	rw_shm_stats_get(&s0);
-	exchange(&p, 100);        /* one slot */
-	exchange(&p, 40 * 1024);  /* three slots: > payload, < RINGWAY_SHM_CMA_MIN */
+	exchange(&p, 100);	   /* one slot */
+	exchange(&p, 40 * 1024);   /* three slots: > payload, < RINGWAY_SHM_CMA_MIN */
 	exchange(&p, 3 * MIB + 5); /* cross-memory attach, several chunks */
 	rw_shm_stats_get(&s1);
 	assert_int_equal(s1.msgs_inline - s0.msgs_inline, 1);
@@ -241,7 +251,8 @@ static void child_coop_receiver(struct shm_child *k)
 	CHILD_CHECK(shm_wait_accept(l, &r) == 0);
 	CHILD_CHECK(rw_net_reg_mr(r, buf, (size_t)COOP_COUNT * COOP_SIZE, RW_PTR_HOST, &mr) == 0);
 	for (int i = 0; i < COOP_COUNT; i++)
-		CHILD_CHECK(shm_recv(r, buf + (size_t)i * COOP_SIZE, COOP_SIZE, i, mr, &req[i]) == 0);
+		CHILD_CHECK(shm_recv(r, buf + (size_t)i * COOP_SIZE, COOP_SIZE, i, mr, &req[i]) ==
+			    0);
 	for (int i = 0; i < COOP_COUNT; i++) {
 		size_t got = 0;
 
@@ -281,8 +292,8 @@ static void two_processes_copy_one_message(void **state)
 			 0);
 	rw_shm_stats_get(&s0);
 	for (int i = 0; i < COOP_COUNT; i++)
-		assert_int_equal(shm_send(s, buf + (size_t)i * COOP_SIZE, COOP_SIZE, i, mr,
-					  &req[i]), 0);
+		assert_int_equal(
+			shm_send(s, buf + (size_t)i * COOP_SIZE, COOP_SIZE, i, mr, &req[i]), 0);
 	for (int i = 0; i < COOP_COUNT; i++)
 		assert_int_equal(shm_wait_req(req[i], NULL, SHM_WAIT_MS), 0);
 	rw_shm_stats_get(&s1);
@@ -404,15 +415,19 @@ enum fake_flaw {
 
 /* Connect by hand to the listener of h, with one thing wrong; the reply's
  * status (0 accepted, -errno refused). */
-static int fake_connect(const struct rw_shm_handle *h, enum fake_flaw flaw,
-			struct rw_net_listen *l, struct rw_net_comm **accepted)
+static int fake_connect(const struct rw_shm_handle *h, enum fake_flaw flaw, struct rw_net_listen *l,
+			struct rw_net_comm **accepted)
 {
 	const size_t seg_bytes = RW_SHM_SLOTS_OFFSET + 2 * 4096;
 	struct rw_shm_hello hello = {
-		.magic = RW_SHM_MAGIC, .version = RW_SHM_VERSION, .kind = RW_SHM_MSG_HELLO,
-		.nonce = h->nonce, .conn_id = 0x1234, .seg_bytes = seg_bytes,
+		.magic = RW_SHM_MAGIC,
+		.version = RW_SHM_VERSION,
+		.kind = RW_SHM_MSG_HELLO,
+		.nonce = h->nonce,
+		.conn_id = 0x1234,
+		.seg_bytes = seg_bytes,
 	};
-	struct rw_shm_reply reply = { .status = 1 };
+	struct rw_shm_reply reply = {.status = 1};
 	struct rw_shm_seg *seg;
 	struct rw_shm_doorbell *db;
 	struct sockaddr_un addr;
@@ -421,10 +436,12 @@ static int fake_connect(const struct rw_shm_handle *h, enum fake_flaw flaw,
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
-	} ctl = { 0 };
-	struct iovec iov = { &hello, sizeof(hello) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
+	} ctl = {0};
+	struct iovec iov = {&hello, sizeof(hello)};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl.buf)};
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
 	uint64_t end = rw_now_ms() + SHM_WAIT_MS;
 
@@ -438,19 +455,26 @@ static int fake_connect(const struct rw_shm_handle *h, enum fake_flaw flaw,
 	if (flaw == FLAW_OWNER)
 		assert_int_equal(fchown(fds[0], 65534, 65534), 0);
 	if (flaw != FLAW_UNSEALED)
-		assert_int_equal(fcntl(fds[0], F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
+		assert_int_equal(
+			fcntl(fds[0], F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
 	assert_int_equal(fcntl(fds[1], F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), 0);
 	seg = mmap(NULL, seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	db = mmap(NULL, RW_SHM_DB_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fds[1], 0);
 	assert_true(seg != MAP_FAILED && db != MAP_FAILED);
-	*seg = (struct rw_shm_seg){ .hdr = {
-		.magic = RW_SHM_SEG_MAGIC,
-		.version = flaw == FLAW_SEG_VERSION ? 9 : RW_SHM_VERSION,
-		.ctrl_bytes = RW_SHM_CTRL_BYTES, .nonce = h->nonce, .conn_id = 0x1234,
-		.creator_uid = flaw == FLAW_OWNER ? 65534 : geteuid(), .creator_pid = getpid(),
-		.nslots = 2, .slot_bytes = 4096, .seg_bytes = seg_bytes } };
-	*db = (struct rw_shm_doorbell){ .magic = RW_SHM_DB_MAGIC, .version = RW_SHM_VERSION,
-					.owner_uid = geteuid(), .owner_pid = getpid() };
+	*seg = (struct rw_shm_seg){.hdr = {.magic = RW_SHM_SEG_MAGIC,
+					   .version = flaw == FLAW_SEG_VERSION ? 9 : RW_SHM_VERSION,
+					   .ctrl_bytes = RW_SHM_CTRL_BYTES,
+					   .nonce = h->nonce,
+					   .conn_id = 0x1234,
+					   .creator_uid = flaw == FLAW_OWNER ? 65534 : geteuid(),
+					   .creator_pid = getpid(),
+					   .nslots = 2,
+					   .slot_bytes = 4096,
+					   .seg_bytes = seg_bytes}};
+	*db = (struct rw_shm_doorbell){.magic = RW_SHM_DB_MAGIC,
+				       .version = RW_SHM_VERSION,
+				       .owner_uid = geteuid(),
+				       .owner_pid = getpid()};
 	if (flaw == FLAW_HELLO_VERSION)
 		hello.version = RW_SHM_VERSION + 1;
 	if (flaw == FLAW_NONCE)
@@ -469,12 +493,13 @@ static int fake_connect(const struct rw_shm_handle *h, enum fake_flaw flaw,
 	assert_int_equal(sendmsg(s, &mh, 0), (ssize_t)sizeof(hello));
 	*accepted = NULL;
 	while (reply.status == 1) {
-		struct pollfd p = { .fd = s, .events = POLLIN };
+		struct pollfd p = {.fd = s, .events = POLLIN};
 
 		if (!*accepted)
 			assert_int_equal(rw_net_accept(l, accepted), 0);
 		if (poll(&p, 1, 1) == 1)
-			assert_true(recv(s, &reply, sizeof(reply), 0) >= (ssize_t)sizeof(reply.magic));
+			assert_true(recv(s, &reply, sizeof(reply), 0) >=
+				    (ssize_t)sizeof(reply.magic));
 		assert_true(rw_now_ms() < end);
 	}
 	munmap(seg, seg_bytes);
@@ -491,13 +516,13 @@ static void refuses_a_peer_that_is_not_right(void **state)
 		enum fake_flaw flaw;
 		const char *warning;
 	} cases[] = {
-		{ FLAW_HELLO_VERSION, "it speaks version" },
-		{ FLAW_SEG_VERSION, "another layout version" },
-		{ FLAW_NONCE, "its handle is for listener" },
-		{ FLAW_MODE, "mode 0644" },
-		{ FLAW_OWNER, "owner uid 65534" },
-		{ FLAW_UNSEALED, "not sealed against shrinking" },
-		{ FLAW_SIZE, "announced" },
+		{FLAW_HELLO_VERSION, "it speaks version"},
+		{FLAW_SEG_VERSION, "another layout version"},
+		{FLAW_NONCE, "its handle is for listener"},
+		{FLAW_MODE, "mode 0644"},
+		{FLAW_OWNER, "owner uid 65534"},
+		{FLAW_UNSEALED, "not sealed against shrinking"},
+		{FLAW_SIZE, "announced"},
 	};
 	char raw[RW_NET_HANDLE_MAXSIZE];
 	struct rw_shm_handle h;
@@ -540,12 +565,17 @@ static void refuses_a_peer_that_is_not_right(void **state)
 static void auto_picks_shm_here_and_socket_elsewhere(void **state)
 {
 	static const char *const env_auto[] = {
-		"RINGWAY_TRANSPORT", "auto", "RINGWAY_SOCKET_IFNAME", "=lo",
-		"RINGWAY_SOCKET_FAMILY", "ipv4", NULL,
+		"RINGWAY_TRANSPORT",
+		"auto",
+		"RINGWAY_SOCKET_IFNAME",
+		"=lo",
+		"RINGWAY_SOCKET_FAMILY",
+		"ipv4",
+		NULL,
 	};
-	static const char *const env_ib[] = { "RINGWAY_TRANSPORT", "ib", NULL };
+	static const char *const env_ib[] = {"RINGWAY_TRANSPORT", "ib", NULL};
 	char line[128];
-	static const char *const env_shm[] = { "RINGWAY_TRANSPORT", "shm", NULL };
+	static const char *const env_shm[] = {"RINGWAY_TRANSPORT", "shm", NULL};
 	struct rw_net *a = NULL;
 	char raw[RW_NET_HANDLE_MAXSIZE];
 	struct rw_auto_handle h;

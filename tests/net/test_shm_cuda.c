@@ -27,10 +27,10 @@ struct cuda_case {
 };
 
 static const struct cuda_case cases[] = {
-	{ true, true, 8 },          { true, true, MIB + 3 },   { true, true, 64 * MIB },
-	{ true, false, 3 * MIB },   /* device -> host by IPC */
-	{ false, true, 100000 },    /* host -> device through the slots */
-	{ false, true, 9 * MIB },   /* host -> device by cross-memory attach */
+	{true, true, 8},	{true, true, MIB + 3},
+	{true, true, 64 * MIB}, {true, false, 3 * MIB}, /* device -> host by IPC */
+	{false, true, 100000},				/* host -> device through the slots */
+	{false, true, 9 * MIB},				/* host -> device by cross-memory attach */
 };
 
 static void *buf_alloc(bool dev, size_t n)

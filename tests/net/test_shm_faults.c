@@ -26,11 +26,18 @@ static struct rw_config cfg;
 static struct rw_net *net;
 
 static const char *const env_slots[] = {
-	"RINGWAY_TIMEOUT_MS", "5000", "RINGWAY_SHM_CMA", "0",
-	"RINGWAY_SHM_SLOT_BYTES", "16K", "RINGWAY_SHM_NSLOTS", "4", NULL,
+	"RINGWAY_TIMEOUT_MS",
+	"5000",
+	"RINGWAY_SHM_CMA",
+	"0",
+	"RINGWAY_SHM_SLOT_BYTES",
+	"16K",
+	"RINGWAY_SHM_NSLOTS",
+	"4",
+	NULL,
 };
-static const char *const env_cma[] = { "RINGWAY_TIMEOUT_MS", "5000", NULL };
-static const char *const env_idle[] = { "RINGWAY_TIMEOUT_MS", "10000", NULL };
+static const char *const env_cma[] = {"RINGWAY_TIMEOUT_MS", "5000", NULL};
+static const char *const env_idle[] = {"RINGWAY_TIMEOUT_MS", "10000", NULL};
 static const char *const env_spin[] = {
 	"RINGWAY_TIMEOUT_MS", "10000", "RINGWAY_SHM_SPIN_US", "10000000", NULL,
 };
@@ -174,7 +181,9 @@ static void child_connects_and_crashes(struct shm_child *k)
 static void no_segment_left_behind(void **state)
 {
 	static void (*const peers[])(struct shm_child *) = {
-		child_sends_and_exits, child_sends_and_hangs, child_connects_and_crashes,
+		child_sends_and_exits,
+		child_sends_and_hangs,
+		child_connects_and_crashes,
 	};
 	char before[8192], after[8192];
 	struct rw_net_listen *l;
@@ -261,7 +270,7 @@ static void killed_mid_message(bool cma)
 	 * the copy: at most 8 MiB a call), then the sender dies half way */
 	rw_shm_stats_get(&s0);
 	assert_int_equal(shm_recv(r, buf, BIG, 0, mr, &req), 0);
-	for (uint64_t end = rw_now_ms() + SHM_WAIT_MS; ; ) {
+	for (uint64_t end = rw_now_ms() + SHM_WAIT_MS;;) {
 		int done = 0;
 
 		rw_shm_stats_get(&s1);
@@ -354,7 +363,7 @@ static double wait_for_quiet_peer(long *sleeps)
 	struct rw_net_mr *mr;
 	struct rw_net_req *req;
 	struct rw_shm_stats s0, s1;
-	char buf[64] = { 0 }, c;
+	char buf[64] = {0}, c;
 	double c0, w0, wall;
 	size_t got = 0;
 

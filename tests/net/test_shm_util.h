@@ -20,13 +20,13 @@
 
 #define SHM_WAIT_MS 20000
 
-#define CHILD_CHECK(cond)                                                      \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "child %d: %s:%d: %s failed\n",        \
-				(int)getpid(), __FILE__, __LINE__, #cond);     \
-			_exit(3);                                              \
-		}                                                              \
+#define CHILD_CHECK(cond)                                                                          \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "child %d: %s:%d: %s failed\n", (int)getpid(), __FILE__,   \
+				__LINE__, #cond);                                                  \
+			_exit(3);                                                                  \
+		}                                                                                  \
 	} while (0)
 
 struct shm_child {
@@ -78,8 +78,8 @@ static inline int shm_wait_req(struct rw_net_req *req, size_t *size, int64_t lim
 	return 0;
 }
 
-static inline int shm_send(struct rw_net_comm *s, void *p, size_t n, int tag,
-			   struct rw_net_mr *mr, struct rw_net_req **req)
+static inline int shm_send(struct rw_net_comm *s, void *p, size_t n, int tag, struct rw_net_mr *mr,
+			   struct rw_net_req **req)
 {
 	uint64_t end = rw_now_ms() + SHM_WAIT_MS;
 	int rc;
@@ -91,8 +91,8 @@ static inline int shm_send(struct rw_net_comm *s, void *p, size_t n, int tag,
 	return rc ? rc : *req ? 0 : -ETIMEDOUT;
 }
 
-static inline int shm_recv(struct rw_net_comm *r, void *p, size_t n, int tag,
-			   struct rw_net_mr *mr, struct rw_net_req **req)
+static inline int shm_recv(struct rw_net_comm *r, void *p, size_t n, int tag, struct rw_net_mr *mr,
+			   struct rw_net_req **req)
 {
 	uint64_t end = rw_now_ms() + SHM_WAIT_MS;
 	int rc;
@@ -129,7 +129,7 @@ static inline int shm_pipe_read(int fd, void *buf, size_t n)
 	size_t got = 0;
 
 	while (got < n) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		ssize_t r;
 
 		if (poll(&p, 1, SHM_WAIT_MS) != 1)
