@@ -316,7 +316,7 @@ int rw_shm_create(const struct rw_config *cfg, struct rw_net **out)
 	net->cuda = rw_cuda_device_count(&ngpu) == 0;
 	fill_props(net);
 	rw_shm_live_add(RW_SHM_LIVE_NETS, 1);
-	RW_INFO(RW_LOG_INIT | RW_LOG_SHM,
+	RW_INFO(RW_LOG_NET | RW_LOG_SHM,
 		"shm: ready (pid %d, %u slots x %u bytes per connection, CMA %s, CUDA IPC %s)",
 		(int)net->pid, net->nslots, net->slot_bytes, cfg->shm_cma ? "allowed" : "off",
 		net->cuda ? "yes" : "no");
