@@ -424,6 +424,8 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 	rc_shm = rw_shm_host_id_get(&a->host);
 	if (rc_shm == 0)
 		rc_shm = rw_shm_create(cfg, &a->shm);
+	if (a->shm && a->sock)
+		rw_shm_share_thread(a->shm); /* its sleeps must not starve the other */
 	if (rc_sock && rc_shm) {
 		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
 			"auto: neither the socket transport (%s) nor shm (%s) is usable",

@@ -20,8 +20,9 @@
  *    socket transport does, and acks each one with a status, so a message
  *    too large for its buffer fails on both sides;
  *  - test() polls; after RINGWAY_SHM_SPIN_US without progress in the whole
- *    transport it sleeps (at most 1 ms per call) on a futex in its doorbell
- *    page, which every peer rings when it publishes something;
+ *    transport it sleeps (at most 1 ms per call, 100 us under the auto
+ *    composite) on a futex in its doorbell page, which every peer rings when
+ *    it publishes something;
  *  - a dead peer is seen by pidfd (else kill(pid, 0) and its heartbeat) and
  *    fails pending requests at once; a peer that stalls mid-message fails
  *    them after RINGWAY_TIMEOUT_MS.
@@ -41,6 +42,14 @@
  * \return 0, or -errno when the boot id cannot be read.
  */
 int rw_shm_host_id_get(struct rw_shm_host_id *out);
+
+/**
+ * Tell an shm instance that the threads calling its test() also drive
+ * another transport (the auto composite): a futex sleep then lasts at most
+ * 100 us instead of 1 ms, since the other transport's progress cannot ring
+ * the doorbell.  Call before the instance is used.
+ */
+void rw_shm_share_thread(struct rw_net *shm);
 
 /** True when both identities name one kernel and one network namespace. */
 bool rw_shm_host_id_equal(const struct rw_shm_host_id *a, const struct rw_shm_host_id *b);

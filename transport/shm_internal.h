@@ -43,6 +43,7 @@
 #define RW_SHM_CMA_BUDGET   4	       /* claims per progress call and side */
 #define RW_SHM_PAUSE_NS	    5000ull    /* pure polling before yielding */
 #define RW_SHM_SLEEP_MAX_NS 1000000ull /* longest sleep in one test() */
+#define RW_SHM_SLEEP_SHARED_NS 100000ull /* ... when other transports share the thread */
 #define RW_SHM_CHECK_NS	    1000000ull /* peer liveness checked this often */
 
 static_assert(RW_SHM_MAX_REQS < RW_SHM_ACK_RING, "ack ring too small");
@@ -97,6 +98,7 @@ struct rw_shm_net {
 	uint32_t nslots;
 	uint32_t slot_bytes; /* rounded up to 4 KiB */
 	uint64_t spin_ns;
+	uint64_t sleep_ns;     /* longest sleep in one test() */
 	int db_fd; /* our doorbell memfd, sent to every peer */
 	struct rw_shm_doorbell *db;
 	uint64_t last_progress_ns; /* atomic: any comm moved anything */

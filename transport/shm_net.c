@@ -137,6 +137,13 @@ int rw_shm_host_id_get(struct rw_shm_host_id *out)
 	return 0;
 }
 
+void rw_shm_share_thread(struct rw_net *base)
+{
+	struct rw_shm_net *net = rw_shm_net_from(base);
+
+	net->sleep_ns = RW_SHM_SLEEP_SHARED_NS;
+}
+
 bool rw_shm_host_id_equal(const struct rw_shm_host_id *a, const struct rw_shm_host_id *b)
 {
 	return memcmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) == 0 &&
@@ -300,6 +307,7 @@ int rw_shm_create(const struct rw_config *cfg, struct rw_net **out)
 	net->slot_bytes = (uint32_t)RW_DIV_UP(cfg->shm_slot_bytes, 4096) * 4096;
 	net->spin_ns = (uint64_t)cfg->shm_spin_us * 1000;
 	net->last_progress_ns = rw_now_ns();
+	net->sleep_ns = RW_SHM_SLEEP_MAX_NS;
 	rc = rw_shm_host_id_get(&net->host);
 	if (rc)
 		goto err_free;

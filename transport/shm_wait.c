@@ -6,7 +6,8 @@
  * instance it just returns; then, up to spin_ns (RINGWAY_SHM_SPIN_US), a
  * test that finds nothing yields the core (sched_yield) before returning,
  * so a peer that shares it runs; after that it sleeps on the futex word of
- * our doorbell page for at most RW_SHM_SLEEP_MAX_NS.  Every peer rings that
+ * our doorbell page for at most sleep_ns (RW_SHM_SLEEP_MAX_NS, or less when
+ * other transports share the caller's thread).  Every peer rings that
  * doorbell after it publishes something we may wait for, but only when
  * sleepers is non-zero, so the busy path costs one read of a shared line.
  *
@@ -68,7 +69,7 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_net *net = rw_shm_comm_net(c);
 	struct rw_shm_doorbell *db = net->db;
-	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)RW_SHM_SLEEP_MAX_NS};
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)net->sleep_ns};
 	uint32_t seq;
 
 	uint64_t last = __atomic_load_n(&net->last_progress_ns, __ATOMIC_RELAXED);
