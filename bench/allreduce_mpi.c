@@ -21,10 +21,20 @@ static size_t parse_size(const char *s)
 	double v = strtod(s, &end);
 
 	switch (*end) {
-	case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-	case 'M': case 'm': v *= 1024.0 * 1024; break;
-	case 'K': case 'k': v *= 1024.0; break;
-	default: break;
+	case 'G':
+	case 'g':
+		v *= 1024.0 * 1024 * 1024;
+		break;
+	case 'M':
+	case 'm':
+		v *= 1024.0 * 1024;
+		break;
+	case 'K':
+	case 'k':
+		v *= 1024.0;
+		break;
+	default:
+		break;
 	}
 	return (size_t)v;
 }
@@ -41,12 +51,23 @@ int main(int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &n);
 	while ((c = getopt(argc, argv, "b:e:f:n:w:c:d:o:")) != -1) {
 		switch (c) {
-		case 'b': minb = parse_size(optarg); break;
-		case 'e': maxb = parse_size(optarg); break;
-		case 'f': factor = atof(optarg); break;
-		case 'n': iters = atoi(optarg); break;
-		case 'w': warmup = atoi(optarg); break;
-		default: break; /* -c -d -o: accepted, float sum only */
+		case 'b':
+			minb = parse_size(optarg);
+			break;
+		case 'e':
+			maxb = parse_size(optarg);
+			break;
+		case 'f':
+			factor = atof(optarg);
+			break;
+		case 'n':
+			iters = atoi(optarg);
+			break;
+		case 'w':
+			warmup = atoi(optarg);
+			break;
+		default:
+			break; /* -c -d -o: accepted, float sum only */
 		}
 	}
 	send = malloc(maxb);
@@ -59,9 +80,12 @@ int main(int argc, char **argv)
 		printf("# MPI_Allreduce baseline: %d rank(s), float sum, iters %d, warmup %d\n", n,
 		       iters, warmup);
 		printf("#\n");
-		printf("#                                                out-of-place                       in-place\n");
-		printf("#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n");
-		printf("#        (B)    (elements)                        (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n");
+		printf("#                                                out-of-place              "
+		       "         in-place\n");
+		printf("#       size         count      type   redop     time   algbw   busbw  "
+		       "#wrong     time   algbw   busbw  #wrong\n");
+		printf("#        (B)    (elements)                        (us)  (GB/s)  (GB/s)     "
+		       "        (us)  (GB/s)  (GB/s)\n");
 	}
 	for (size_t bytes = minb; bytes <= maxb; bytes = (size_t)((double)bytes * factor)) {
 		int count = (int)(bytes / sizeof(float));
@@ -82,13 +106,15 @@ int main(int argc, char **argv)
 			us[ip] = tmax;
 		}
 		if (rank == 0) {
-			printf("%12zu  %12d  %8s  %6s", (size_t)count * sizeof(float), count, "float",
-			       "sum");
+			printf("%12zu  %12d  %8s  %6s", (size_t)count * sizeof(float), count,
+			       "float", "sum");
 			for (int ip = 0; ip < 2; ip++) {
 				double alg = (double)count * sizeof(float) / (us[ip] * 1e-6) / 1e9;
 				double bus = alg * 2.0 * (n - 1) / n;
 
-				printf(us[ip] < 1e4 ? "  %7.2f" : us[ip] < 1e5 ? "  %7.1f" : "  %7.0f",
+				printf(us[ip] < 1e4   ? "  %7.2f"
+				       : us[ip] < 1e5 ? "  %7.1f"
+						      : "  %7.0f",
 				       us[ip]);
 				printf("  %6.2f  %6.2f  %6s", alg, bus, "N/A");
 				sum_bw += bus;

@@ -27,9 +27,9 @@
 #include "common/rw_common.h"
 #include "common/rw_log.h"
 
-#define BOOT_MAGIC 0x53425752u /* "RWBS" */
+#define BOOT_MAGIC   0x53425752u /* "RWBS" */
 #define BOOT_VERSION 1
-#define BOOT_NAME 64
+#define BOOT_NAME    64
 
 struct boot_hello {
 	uint32_t magic;
@@ -46,12 +46,11 @@ struct boot_hdr {
 
 struct rw_bootstrap {
 	int nranks, rank, timeout_ms;
-	int *fds;                  /* root: fds[r], r >= 1; peer: fds[0] */
-	char (*names)[BOOT_NAME];  /* address of the other end of fds[i] */
+	int *fds;		  /* root: fds[r], r >= 1; peer: fds[0] */
+	char (*names)[BOOT_NAME]; /* address of the other end of fds[i] */
 };
 
-int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen,
-		       int *port)
+int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen, int *port)
 {
 	const char *colon, *h = hostport;
 	size_t n;
@@ -98,7 +97,7 @@ static int remaining_ms(uint64_t deadline)
 /* Wait for events on fd: 0, -ETIMEDOUT, or -errno. */
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
-	struct pollfd pfd = { .fd = fd, .events = events };
+	struct pollfd pfd = {.fd = fd, .events = events};
 
 	for (;;) {
 		int n = poll(&pfd, 1, remaining_ms(deadline));
@@ -203,9 +202,8 @@ static int peer_rank(const struct rw_bootstrap *b, int i)
 /* Log a failed exchange with fds[i] once, naming the peer. */
 static int io_fail(const struct rw_bootstrap *b, int i, const char *what, int rc)
 {
-	RW_WARN(RW_LOG_INIT | RW_LOG_NET,
-		"bootstrap: rank %d: %s rank %d (%s): %s%s", b->rank, what,
-		peer_rank(b, i), b->names[i], strerror(-(rc)),
+	RW_WARN(RW_LOG_INIT | RW_LOG_NET, "bootstrap: rank %d: %s rank %d (%s): %s%s", b->rank,
+		what, peer_rank(b, i), b->names[i], strerror(-(rc)),
 		rc == -ETIMEDOUT ? " (RINGWAY_TIMEOUT_MS)" : "");
 	return rc;
 }
@@ -216,9 +214,9 @@ static int root_listen(const char *root, int *fd_out)
 {
 	char host[256];
 	int port, fd, one = 1, rc;
-	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_storage ss = {0};
 	socklen_t sl;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
 
 	rc = rw_bootstrap_parse(root, host, sizeof(host), &port);
 	if (rc) {
@@ -226,8 +224,7 @@ static int root_listen(const char *root, int *fd_out)
 		return rc;
 	}
 	/* Bind every address of the family the name resolves to. */
-	if (getaddrinfo(host, NULL, &hints, &ai) == 0 && ai &&
-	    ai->ai_family == AF_INET6) {
+	if (getaddrinfo(host, NULL, &hints, &ai) == 0 && ai && ai->ai_family == AF_INET6) {
 		struct sockaddr_in6 *in6 = (void *)&ss;
 
 		in6->sin6_family = AF_INET6;
@@ -254,8 +251,8 @@ static int root_listen(const char *root, int *fd_out)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0) {
 		rc = -errno;
-		RW_WARN(RW_LOG_INIT, "bootstrap: rank 0 cannot listen on port %d of %s: %s",
-			port, root, strerror(-(rc)));
+		RW_WARN(RW_LOG_INIT, "bootstrap: rank 0 cannot listen on port %d of %s: %s", port,
+			root, strerror(-(rc)));
 		close(fd);
 		return rc;
 	}
@@ -281,7 +278,8 @@ static int root_gather_peers(struct rw_bootstrap *b, int lfd, uint64_t deadline)
 		rc = wait_fd(lfd, POLLIN, deadline);
 		if (rc) {
 			RW_WARN(RW_LOG_INIT,
-				"bootstrap: rank 0: only %d of %d ranks joined within RINGWAY_TIMEOUT_MS=%d",
+				"bootstrap: rank 0: only %d of %d ranks joined within "
+				"RINGWAY_TIMEOUT_MS=%d",
 				joined + 1, b->nranks, b->timeout_ms);
 			return rc;
 		}
@@ -307,10 +305,12 @@ static int root_gather_peers(struct rw_bootstrap *b, int lfd, uint64_t deadline)
 		if (h.nranks != b->nranks || h.rank <= 0 || h.rank >= b->nranks ||
 		    b->fds[h.rank] >= 0) {
 			RW_WARN(RW_LOG_INIT,
-				"bootstrap: rank 0: %s says it is rank %d of %d, but this job has %d ranks%s",
+				"bootstrap: rank 0: %s says it is rank %d of %d, but this job has "
+				"%d ranks%s",
 				name, h.rank, h.nranks, b->nranks,
-				h.rank > 0 && h.rank < b->nranks && b->fds[h.rank] >= 0 ?
-					" and that rank already joined" : "");
+				h.rank > 0 && h.rank < b->nranks && b->fds[h.rank] >= 0
+					? " and that rank already joined"
+					: "");
 			close(fd);
 			return -EPROTO;
 		}
@@ -349,9 +349,9 @@ static int try_connect(const struct addrinfo *a, uint64_t deadline, int *fd_out)
 
 static int peer_connect(struct rw_bootstrap *b, const char *root, uint64_t deadline)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	struct boot_hello h = { .magic = BOOT_MAGIC, .version = BOOT_VERSION,
-				.rank = b->rank, .nranks = b->nranks };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	struct boot_hello h = {
+		.magic = BOOT_MAGIC, .version = BOOT_VERSION, .rank = b->rank, .nranks = b->nranks};
 	char host[256], port_s[16];
 	int port, fd = -1, one = 1, rc;
 
@@ -364,8 +364,8 @@ static int peer_connect(struct rw_bootstrap *b, const char *root, uint64_t deadl
 	snprintf(b->names[0], BOOT_NAME, "%s", root);
 	rc = getaddrinfo(host, port_s, &hints, &ai);
 	if (rc) {
-		RW_WARN(RW_LOG_INIT, "bootstrap: rank %d: cannot resolve '%s': %s", b->rank,
-			host, gai_strerror(rc));
+		RW_WARN(RW_LOG_INIT, "bootstrap: rank %d: cannot resolve '%s': %s", b->rank, host,
+			gai_strerror(rc));
 		return -EHOSTUNREACH;
 	}
 	/* Rank 0 may not listen yet: knock until the deadline. */
@@ -380,7 +380,8 @@ static int peer_connect(struct rw_bootstrap *b, const char *root, uint64_t deadl
 	freeaddrinfo(ai);
 	if (rc) {
 		RW_WARN(RW_LOG_INIT,
-			"bootstrap: rank %d: cannot reach rank 0 at %s within RINGWAY_TIMEOUT_MS=%d: %s",
+			"bootstrap: rank %d: cannot reach rank 0 at %s within "
+			"RINGWAY_TIMEOUT_MS=%d: %s",
 			b->rank, root, b->timeout_ms, strerror(-(rc)));
 		return rc == -ECONNREFUSED ? -ETIMEDOUT : rc;
 	}
@@ -390,8 +391,8 @@ static int peer_connect(struct rw_bootstrap *b, const char *root, uint64_t deadl
 	return rc ? io_fail(b, 0, "saying hello to", rc) : 0;
 }
 
-int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank,
-			int timeout_ms, struct rw_bootstrap **out)
+int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank, int timeout_ms,
+			struct rw_bootstrap **out)
 {
 	uint64_t deadline = rw_now_ms() + (uint64_t)timeout_ms;
 	struct rw_bootstrap *b;
@@ -399,8 +400,8 @@ int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank,
 
 	if (nranks < 1 || rank < 0 || rank >= nranks || timeout_ms < 1 || !out ||
 	    (!root && nranks > 1 && (rank != 0 || listen_fd < 0))) {
-		RW_WARN(RW_LOG_INIT, "bootstrap: bad arguments (rank %d of %d, root %s)",
-			rank, nranks, root ? root : "NULL");
+		RW_WARN(RW_LOG_INIT, "bootstrap: bad arguments (rank %d of %d, root %s)", rank,
+			nranks, root ? root : "NULL");
 		rc = -EINVAL;
 		goto err_close_listen;
 	}
@@ -446,11 +447,10 @@ err_close_listen:
 	return rc;
 }
 
-int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all,
-			   size_t len)
+int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all, size_t len)
 {
 	uint64_t deadline = rw_now_ms() + (uint64_t)b->timeout_ms;
-	struct boot_hdr h = { .magic = BOOT_MAGIC, .len = len };
+	struct boot_hdr h = {.magic = BOOT_MAGIC, .len = len};
 	size_t total = (size_t)b->nranks * len;
 	char *out = all;
 	int rc;

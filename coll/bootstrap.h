@@ -23,8 +23,7 @@ struct rw_bootstrap;
  * \param[out] host room for hostlen bytes.  \param[out] port 1..65535.
  * \return 0 or -EINVAL.
  */
-int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen,
-		       int *port);
+int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen, int *port);
 
 /**
  * Join the rendezvous.  Rank 0 binds the port of root on every address
@@ -37,15 +36,14 @@ int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen,
  * (a peer with another nranks, a duplicate rank), or another -errno.
  * On failure listen_fd is closed.
  */
-int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank,
-			int timeout_ms, struct rw_bootstrap **out);
+int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank, int timeout_ms,
+			struct rw_bootstrap **out);
 
 /**
  * Every rank contributes len bytes (the same len everywhere) and receives
  * all nranks contributions, rank order, in all (nranks * len bytes).
  */
-int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all,
-			   size_t len);
+int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all, size_t len);
 
 /** Returns once every rank has entered it. */
 int rw_bootstrap_barrier(struct rw_bootstrap *b);

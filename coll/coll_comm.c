@@ -51,7 +51,7 @@ int rw_coll_comm_error(const struct rw_coll_comm *c)
 
 static void set_link(struct rw_coll_link *l, int peer, bool is_send, int id)
 {
-	*l = (struct rw_coll_link){ .peer = peer, .is_send = is_send, .id = id };
+	*l = (struct rw_coll_link){.peer = peer, .is_send = is_send, .id = id};
 }
 
 static int links_alloc(struct rw_coll_comm *c)
@@ -86,8 +86,8 @@ static int links_alloc(struct rw_coll_comm *c)
 	return 0;
 }
 
-static void stage_free(struct rw_coll_comm *c, struct rw_coll_stage *s,
-		       int send_link, int recv_link)
+static void stage_free(struct rw_coll_comm *c, struct rw_coll_stage *s, int send_link,
+		       int recv_link)
 {
 	struct rw_net_comm *sc = send_link >= 0 ? c->links[send_link].comm : NULL;
 	struct rw_net_comm *rc = recv_link >= 0 ? c->links[recv_link].comm : NULL;
@@ -104,8 +104,8 @@ static void stage_free(struct rw_coll_comm *c, struct rw_coll_stage *s,
 }
 
 /* Staging of NSLOTS slots, registered on the given links (-1: none). */
-static int stage_alloc(struct rw_coll_comm *c, struct rw_coll_stage *s,
-		       int send_link, int recv_link)
+static int stage_alloc(struct rw_coll_comm *c, struct rw_coll_stage *s, int send_link,
+		       int recv_link)
 {
 	size_t bytes = RW_COLL_NSLOTS * c->chunk_bytes;
 	int rc;
@@ -178,8 +178,9 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 
 	if (!a || !a->net || !a->cfg || !out || a->nranks < 1 || a->rank < 0 ||
 	    a->rank >= a->nranks || (a->nranks > 1 && (!a->handles || !a->listen))) {
-		RW_WARN(RW_LOG_COLL | RW_LOG_INIT, "coll: comm_create: bad arguments (rank %d of %d)",
-			a ? a->rank : -1, a ? a->nranks : -1);
+		RW_WARN(RW_LOG_COLL | RW_LOG_INIT,
+			"coll: comm_create: bad arguments (rank %d of %d)", a ? a->rank : -1,
+			a ? a->nranks : -1);
 		return -EINVAL;
 	}
 	c = calloc(1, sizeof(*c));
@@ -268,8 +269,8 @@ void rw_coll_comm_destroy(struct rw_coll_comm *c)
 
 /* --- registrations ------------------------------------------------------------ */
 
-static int reg_common(struct rw_coll_comm *c, void *data, size_t size, int type,
-		      bool dmabuf, uint64_t offset, int fd, struct rw_coll_mr **out)
+static int reg_common(struct rw_coll_comm *c, void *data, size_t size, int type, bool dmabuf,
+		      uint64_t offset, int fd, struct rw_coll_mr **out)
 {
 	struct rw_coll_mr *mr;
 	int rc = 0;
@@ -308,8 +309,8 @@ int rw_coll_reg_mr(struct rw_coll_comm *c, void *data, size_t size, int type,
 	return reg_common(c, data, size, type, false, 0, -1, mr);
 }
 
-int rw_coll_reg_mr_dmabuf(struct rw_coll_comm *c, void *data, size_t size,
-			  int type, uint64_t offset, int fd, struct rw_coll_mr **mr)
+int rw_coll_reg_mr_dmabuf(struct rw_coll_comm *c, void *data, size_t size, int type,
+			  uint64_t offset, int fd, struct rw_coll_mr **mr)
 {
 	return reg_common(c, data, size, type, true, offset, fd, mr);
 }

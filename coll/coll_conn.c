@@ -14,7 +14,7 @@
 #include "coll/coll_internal.h"
 #include "common/rw_log.h"
 
-#define HELLO_MAGIC 0x4c485752u /* "RWHL" */
+#define HELLO_MAGIC   0x4c485752u /* "RWHL" */
 #define HELLO_VERSION 1
 
 struct hello {
@@ -79,8 +79,8 @@ static const char *link_name(const struct rw_coll_link *l, char *buf, size_t len
 
 /* One step of a send link: connect, register, say hello, see it leave.
  * 1 when the link is ready. */
-static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l,
-		     const void *const *handles, bool *progressed)
+static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l, const void *const *handles,
+		     bool *progressed)
 {
 	int rc, done = 0;
 
@@ -92,9 +92,11 @@ static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l,
 		rc = ctl_open(l->comm, &l->ctl);
 		if (rc)
 			return rc;
-		*(struct hello *)l->ctl->buf = (struct hello){
-			.magic = HELLO_MAGIC, .version = HELLO_VERSION,
-			.rank = c->rank, .nranks = c->nranks, .id = l->id };
+		*(struct hello *)l->ctl->buf = (struct hello){.magic = HELLO_MAGIC,
+							      .version = HELLO_VERSION,
+							      .rank = c->rank,
+							      .nranks = c->nranks,
+							      .id = l->id};
 	}
 	if (!l->ctl_req) {
 		rc = rw_net_isend(l->comm, l->ctl->buf, sizeof(struct hello), RW_COLL_TAG,
@@ -187,8 +189,8 @@ static void report_missing(const struct rw_coll_comm *c, const bool *ready)
 		used += (size_t)n;
 	}
 	RW_WARN(RW_LOG_INIT | RW_LOG_COLL,
-		"coll: rank %d: connections not up within RINGWAY_TIMEOUT_MS=%d: %s",
-		c->rank, c->timeout_ms, missing);
+		"coll: rank %d: connections not up within RINGWAY_TIMEOUT_MS=%d: %s", c->rank,
+		c->timeout_ms, missing);
 }
 
 int rw_coll_links_connect(struct rw_coll_comm *c, const void *const *handles,

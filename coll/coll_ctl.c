@@ -25,10 +25,10 @@
 #include "common/rw_log.h"
 #include "common/rw_nvtx.h"
 
-#define NOTICE_MAGIC 0x42415752u /* "RWAB" */
-#define TOKEN_MAGIC 0x4b4f5752u  /* "RWOK" */
-#define NOTICE_GRACE_MS 200      /* how long a link error waits for a notice */
-#define NOTICE_OFF (RW_COLL_CTL_BYTES / 2)
+#define NOTICE_MAGIC	0x42415752u /* "RWAB" */
+#define TOKEN_MAGIC	0x4b4f5752u /* "RWOK" */
+#define NOTICE_GRACE_MS 200	    /* how long a link error waits for a notice */
+#define NOTICE_OFF	(RW_COLL_CTL_BYTES / 2)
 
 struct token {
 	uint32_t magic;
@@ -39,9 +39,9 @@ static_assert(sizeof(struct token) <= NOTICE_OFF, "token fits before the notice"
 
 struct notice {
 	uint32_t magic;
-	int32_t failed;   /* the rank that failed */
+	int32_t failed;	  /* the rank that failed */
 	int32_t reporter; /* the rank that saw it */
-	int32_t err;      /* -errno the reporter saw */
+	int32_t err;	  /* -errno the reporter saw */
 };
 static_assert(NOTICE_OFF + sizeof(struct notice) <= RW_COLL_CTL_BYTES,
 	      "notice fits the ctl buffer");
@@ -151,8 +151,10 @@ static int ctl_poll(struct rw_coll_comm *c, struct notice *n, int *dead, int *er
 			RW_WARN(RW_LOG_COLL,
 				"coll: rank %d: garbled control message (%zu bytes) from rank %d",
 				c->rank, got, l->peer);
-			*n = (struct notice){ .magic = NOTICE_MAGIC, .failed = l->peer,
-					      .reporter = c->rank, .err = -EPROTO };
+			*n = (struct notice){.magic = NOTICE_MAGIC,
+					     .failed = l->peer,
+					     .reporter = c->rank,
+					     .err = -EPROTO};
 			return 1;
 		}
 	}
@@ -164,7 +166,7 @@ static int ctl_poll(struct rw_coll_comm *c, struct notice *n, int *dead, int *er
 int rw_coll_tokens_send(struct rw_coll_req *r)
 {
 	struct rw_coll_comm *c = r->comm;
-	const struct token t = { .magic = TOKEN_MAGIC };
+	const struct token t = {.magic = TOKEN_MAGIC};
 
 	for (int i = 0; i < 2; i++) {
 		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, 2 * i)];
@@ -233,7 +235,7 @@ struct where {
 
 static struct where where_of(const struct rw_coll_req *r)
 {
-	struct where w = { .peer = r ? r->comm->rank : 0, .step = -1, .what = "waiting on" };
+	struct where w = {.peer = r ? r->comm->rank : 0, .step = -1, .what = "waiting on"};
 
 	if (r && r->algo)
 		r->ops->waiting(r, &w.peer, &w.step, &w.chunk, &w.what);
@@ -252,12 +254,14 @@ static void accept_notice(struct rw_coll_comm *c, const struct rw_coll_req *r,
 	c->failed_rank = n->failed;
 	if (n->err == -ETIMEDOUT)
 		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: %s aborted: rank %d gave up waiting on rank %d (%s) after RINGWAY_TIMEOUT_MS; here %s rank %d (%s) at step %d, chunk %zu",
+			"coll: rank %d: %s aborted: rank %d gave up waiting on rank %d (%s) after "
+			"RINGWAY_TIMEOUT_MS; here %s rank %d (%s) at step %d, chunk %zu",
 			c->rank, kind_of(r), n->reporter, n->failed, c->names[n->failed], w.what,
 			w.peer, c->names[w.peer], w.step, w.chunk);
 	else
 		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: %s aborted at step %d, chunk %zu: rank %d (%s) failed, as rank %d reports (%s)",
+			"coll: rank %d: %s aborted at step %d, chunk %zu: rank %d (%s) failed, as "
+			"rank %d reports (%s)",
 			c->rank, kind_of(r), w.step, w.chunk, n->failed, c->names[n->failed],
 			n->reporter, strerror(-n->err));
 	RW_NVTX_MARK("ringway: peer failed");
@@ -281,12 +285,10 @@ static bool is_connection_error(int err)
 	}
 }
 
-int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what,
-		 int step, size_t chunk)
+int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int step, size_t chunk)
 {
 	struct rw_coll_comm *c = r->comm;
-	struct notice n = { .magic = NOTICE_MAGIC, .failed = peer,
-			    .reporter = c->rank, .err = err };
+	struct notice n = {.magic = NOTICE_MAGIC, .failed = peer, .reporter = c->rank, .err = err};
 
 	if (c->error)
 		return c->error;
@@ -305,22 +307,23 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what,
 			accept_notice(c, r, &n);
 			return c->error;
 		}
-		n = (struct notice){ .magic = NOTICE_MAGIC, .failed = peer,
-				     .reporter = c->rank, .err = err };
+		n = (struct notice){
+			.magic = NOTICE_MAGIC, .failed = peer, .reporter = c->rank, .err = err};
 	}
 	if (err == -ETIMEDOUT) {
 		/* the transport's timeout or ours: name what is most stuck */
 		struct where w = where_of(r);
 
 		if (w.peer == c->rank) /* nothing of the data path is pending */
-			w = (struct where){ .peer = peer, .step = step, .chunk = chunk,
-					    .what = what };
+			w = (struct where){
+				.peer = peer, .step = step, .chunk = chunk, .what = what};
 		peer = w.peer;
 		n.failed = peer;
 		c->error = err;
 		c->failed_rank = peer;
 		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: %s: nothing moved for RINGWAY_TIMEOUT_MS=%d ms %s rank %d (%s) at step %d, chunk %zu",
+			"coll: rank %d: %s: nothing moved for RINGWAY_TIMEOUT_MS=%d ms %s rank %d "
+			"(%s) at step %d, chunk %zu",
 			c->rank, kind_of(r), c->timeout_ms, w.what, peer, c->names[peer], w.step,
 			w.chunk);
 		RW_NVTX_MARK("ringway: collective timed out");

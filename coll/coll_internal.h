@@ -24,11 +24,11 @@
  * a buffer; at least 2 keep the round-major order deadlock-free), and
  * sends in flight.  Concurrency comes mostly from channels (measured on a
  * 2-core host: 4 slots x 4 channels beat 8 x 1 by 1.2-2x at 4 ranks). */
-#define RW_COLL_NSLOTS 4
+#define RW_COLL_NSLOTS	  4
 #define RW_COLL_MAX_RECVS 4
 #define RW_COLL_MAX_SENDS 4
 
-#define RW_COLL_TAG 0x7277 /* every data message */
+#define RW_COLL_TAG	  0x7277 /* every data message */
 #define RW_COLL_CTL_BYTES 32
 
 /* Link ids carried by the hello: channels are 0..nchannels-1.  Failure
@@ -36,7 +36,7 @@
  * per neighbour pair: CTRL_FWD (rank -> rank+1) and CTRL_BWD (rank -> rank-1). */
 #define RW_LINK_CTRL_FWD 0x10000
 #define RW_LINK_CTRL_BWD 0x10001
-#define RW_LINK_PS 0x10002
+#define RW_LINK_PS	 0x10002
 
 /** A registered little buffer for hellos, tokens and failure notices:
  *  received messages land at 0; a sender keeps its token at 0 and a
@@ -53,7 +53,7 @@ struct rw_coll_link {
 	struct rw_net_comm *comm;
 	int peer;
 	bool is_send;
-	int id;                     /**< channel, RW_LINK_CTRL_* or RW_LINK_PS */
+	int id; /**< channel, RW_LINK_CTRL_* or RW_LINK_PS */
 	struct rw_coll_ctl *ctl;
 	struct rw_net_req *ctl_req; /**< the hello, or an incoming control message */
 	/* outgoing control links: tokens and the notice in flight */
@@ -66,13 +66,13 @@ struct rw_coll_link {
 
 /** Host staging of one channel, registered once on its two links. */
 struct rw_coll_stage {
-	char *buf;                  /**< NSLOTS * stride bytes */
-	struct rw_net_mr *mr_send;  /**< buf on the send link */
-	struct rw_net_mr *mr_recv;  /**< buf on the recv link */
+	char *buf;		   /**< NSLOTS * stride bytes */
+	struct rw_net_mr *mr_send; /**< buf on the send link */
+	struct rw_net_mr *mr_recv; /**< buf on the recv link */
 	/* device collectives only, allocated at the first one */
-	char *dev;                  /**< NSLOTS * stride bytes of device memory */
-	char *out;                  /**< NSLOTS * stride pinned host, sends */
-	struct rw_net_mr *out_mr;   /**< out on the send link */
+	char *dev;		  /**< NSLOTS * stride bytes of device memory */
+	char *out;		  /**< NSLOTS * stride pinned host, sends */
+	struct rw_net_mr *out_mr; /**< out on the send link */
 	void *stream;
 };
 
@@ -81,7 +81,7 @@ struct rw_coll_mr {
 	size_t size;
 	int type;
 	int nlinks;
-	struct rw_net_mr *mrs[];    /**< per link (NULL on ctrl links) */
+	struct rw_net_mr *mrs[]; /**< per link (NULL on ctrl links) */
 };
 
 enum rw_coll_state {
@@ -106,8 +106,8 @@ struct rw_coll_algo_ops {
 	/** *progressed set when anything moved; 1 when finished. */
 	int (*progress)(struct rw_coll_req *r, bool *progressed);
 	/** Fill where/step/chunk of what r waits for, for the timeout warning. */
-	void (*waiting)(const struct rw_coll_req *r, int *peer, int *step,
-			size_t *chunk, const char **what);
+	void (*waiting)(const struct rw_coll_req *r, int *peer, int *step, size_t *chunk,
+			const char **what);
 	void (*fini)(struct rw_coll_req *r);
 };
 
@@ -116,23 +116,23 @@ extern const struct rw_coll_algo_ops rw_coll_ps_ops;
 
 struct rw_coll_req {
 	struct rw_coll_comm *comm;
-	struct rw_coll_req *next;   /**< the comm's queue */
+	struct rw_coll_req *next; /**< the comm's queue */
 	const struct rw_coll_algo_ops *ops;
 	enum rw_coll_state state;
 	int rc;
-	struct rw_coll_args a;      /**< seg arrays point into seg below */
-	size_t *seg;                /**< 2 * nranks: offsets, counts */
+	struct rw_coll_args a; /**< seg arrays point into seg below */
+	size_t *seg;	       /**< 2 * nranks: offsets, counts */
 	enum rw_coll_mem mem;
 	size_t esize;
-	enum rw_op redop;           /**< op used for reductions (avg -> sum) */
-	size_t space;               /**< elements of the element space */
-	size_t src_base, dst_base;  /**< element offset of sendbuf / recvbuf */
-	size_t bytes;               /**< received into recvbuf */
+	enum rw_op redop;	   /**< op used for reductions (avg -> sum) */
+	size_t space;		   /**< elements of the element space */
+	size_t src_base, dst_base; /**< element offset of sendbuf / recvbuf */
+	size_t bytes;		   /**< received into recvbuf */
 	bool own_send_mr, own_recv_mr;
-	unsigned tokens_sent;       /**< bit per outgoing control link */
+	unsigned tokens_sent; /**< bit per outgoing control link */
 	uint64_t last_progress_ms;
 	int nvtx_depth;
-	void *algo;                 /**< the algorithm's state */
+	void *algo; /**< the algorithm's state */
 };
 
 struct rw_coll_comm {
@@ -141,21 +141,21 @@ struct rw_coll_comm {
 	int nranks, rank;
 	int nchannels;
 	enum rw_coll_algo algo;
-	size_t chunk_bytes;         /**< stride of a staging slot */
+	size_t chunk_bytes; /**< stride of a staging slot */
 	int timeout_ms;
-	char (*names)[64];          /**< per rank, for messages */
+	char (*names)[64]; /**< per rank, for messages */
 	struct rw_coll_link *links;
 	int nlinks;
-	int ps_first;               /**< index of the first ps link, or -1 */
-	struct rw_coll_stage *stage; /**< per channel */
+	int ps_first;			/**< index of the first ps link, or -1 */
+	struct rw_coll_stage *stage;	/**< per channel */
 	struct rw_coll_stage *ps_stage; /**< per ps recv link, or NULL */
-	int nps;                    /**< ps link pairs */
-	int ndev_ops;               /**< device collectives ever run */
+	int nps;			/**< ps link pairs */
+	int ndev_ops;			/**< device collectives ever run */
 	struct rw_coll_req *head, *tail;
-	uint64_t moves;             /**< times anything moved (waiters back off) */
-	uint64_t tokens_due;        /**< collectives started: tokens expected per link */
-	int error;                  /**< sticky */
-	int failed_rank;            /**< who failed, -1 if unknown */
+	uint64_t moves;	     /**< times anything moved (waiters back off) */
+	uint64_t tokens_due; /**< collectives started: tokens expected per link */
+	int error;	     /**< sticky */
+	int failed_rank;     /**< who failed, -1 if unknown */
 };
 
 /* Link indices: channel links first, then the four control links
@@ -215,8 +215,8 @@ void rw_coll_quiesce(struct rw_coll_comm *c);
  * which closed its links because a third rank died is not blamed.
  * \return the comm's error, for "return rw_coll_fail(...)".
  */
-int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what,
-		 int step, size_t chunk);
+int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int step,
+		 size_t chunk);
 
 /* --- coll_comm.c ------------------------------------------------------------ */
 
@@ -253,8 +253,7 @@ int rw_coll_stage_device(struct rw_coll_comm *c);
 void rw_coll_stage_device_free(struct rw_coll_stage *s);
 
 /** Copy bytes between user buffers of the collective's memory. */
-int rw_coll_copy(const struct rw_coll_req *r, void *dst, const void *src,
-		 size_t bytes);
+int rw_coll_copy(const struct rw_coll_req *r, void *dst, const void *src, size_t bytes);
 
 /**
  * dst = local op slot (count elements), in the collective's memory: on
@@ -262,14 +261,11 @@ int rw_coll_copy(const struct rw_coll_req *r, void *dst, const void *src,
  * final: the last step of the reduction (avg divides here).
  * fwd_host (device only, may be NULL): also bring the result back there.
  */
-int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst,
-		 const void *local, void *slot, int slot_idx, size_t count,
-		 bool final, void *fwd_host);
+int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst, const void *local, void *slot,
+		 int slot_idx, size_t count, bool final, void *fwd_host);
 
 /** Device only: slot (host) -> dst (device); and dev src -> host out. */
-int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst,
-		const void *slot, size_t bytes);
-int rw_coll_d2h(const struct rw_coll_req *r, int ch, void *dst,
-		const void *src, size_t bytes);
+int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst, const void *slot, size_t bytes);
+int rw_coll_d2h(const struct rw_coll_req *r, int ch, void *dst, const void *src, size_t bytes);
 
 #endif /* RW_COLL_INTERNAL_H */

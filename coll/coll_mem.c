@@ -35,7 +35,8 @@ int rw_coll_mem_classify(const void *a, const void *b, enum rw_coll_mem *out)
 	/* pinned and managed memory are host-addressable: the host path */
 	if (a && b && da != db) {
 		RW_WARN(RW_LOG_COLL,
-			"coll: sendbuf %p is %s memory but recvbuf %p is %s memory: pass both on the host or both on a device",
+			"coll: sendbuf %p is %s memory but recvbuf %p is %s memory: pass both on "
+			"the host or both on a device",
 			a, kind_str(ka), b, kind_str(kb));
 		return -EINVAL;
 	}
@@ -94,15 +95,15 @@ int rw_coll_copy(const struct rw_coll_req *r, void *dst, const void *src, size_t
 	return 0;
 }
 
-int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst, const void *local,
-		 void *slot, int slot_idx, size_t count, bool final, void *fwd_host)
+int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst, const void *local, void *slot,
+		 int slot_idx, size_t count, bool final, void *fwd_host)
 {
 	struct rw_coll_comm *c = r->comm;
 	bool avg = final && r->a.op == RW_OP_AVG;
 	unsigned int nranks = (unsigned int)c->nranks;
 	size_t bytes = count * r->esize;
 	struct rw_coll_stage *s = &c->stage[ch];
-	const void *srcs[2] = { local, slot };
+	const void *srcs[2] = {local, slot};
 	void *scratch, *target;
 	int rc;
 
@@ -127,8 +128,7 @@ int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst, const void *loc
 	return rc;
 }
 
-int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst, const void *slot,
-		size_t bytes)
+int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst, const void *slot, size_t bytes)
 {
 	void *stream = r->comm->stage[ch].stream;
 	int rc = rw_cuda_memcpy_async(dst, slot, bytes, stream);
@@ -136,8 +136,7 @@ int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst, const void *slot
 	return rc ? rc : rw_cuda_stream_sync(stream);
 }
 
-int rw_coll_d2h(const struct rw_coll_req *r, int ch, void *dst, const void *src,
-		size_t bytes)
+int rw_coll_d2h(const struct rw_coll_req *r, int ch, void *dst, const void *src, size_t bytes)
 {
 	void *stream = r->comm->stage[ch].stream;
 	int rc = rw_cuda_memcpy_async(dst, src, bytes, stream);

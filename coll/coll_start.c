@@ -16,7 +16,7 @@
 #include "common/rw_nvtx.h"
 
 #define RW_COLL_SPIN_NS 50000 /* poll this long without sleeping */
-#define RW_COLL_NAP_US 50     /* then sleep this long between polls */
+#define RW_COLL_NAP_US	50    /* then sleep this long between polls */
 
 static const char *const kind_names[] = {
 	[RW_COLL_ALLREDUCE] = "allreduce",
@@ -54,9 +54,8 @@ static bool reduces(enum rw_coll_kind k)
 
 static int bad(const struct rw_coll_comm *c, const struct rw_coll_args *a, const char *why)
 {
-	RW_WARN(RW_LOG_COLL, "coll: rank %d: %s(count=%zu, dtype=%d, op=%d, root=%d): %s",
-		c->rank, rw_coll_kind_name(a->kind), a->count, (int)a->dtype, (int)a->op,
-		a->root, why);
+	RW_WARN(RW_LOG_COLL, "coll: rank %d: %s(count=%zu, dtype=%d, op=%d, root=%d): %s", c->rank,
+		rw_coll_kind_name(a->kind), a->count, (int)a->dtype, (int)a->op, a->root, why);
 	return -EINVAL;
 }
 
@@ -156,8 +155,7 @@ static int register_buffers(struct rw_coll_req *r, size_t src_bytes, size_t dst_
 	int rc;
 
 	if (!r->a.send_mr && src_bytes) {
-		rc = rw_coll_reg_mr(c, (void *)r->a.sendbuf, src_bytes, RW_PTR_HOST,
-				    &r->a.send_mr);
+		rc = rw_coll_reg_mr(c, (void *)r->a.sendbuf, src_bytes, RW_PTR_HOST, &r->a.send_mr);
 		if (rc)
 			return rc;
 		r->own_send_mr = true;
@@ -180,8 +178,7 @@ static void unregister_buffers(struct rw_coll_req *r)
 	r->own_send_mr = r->own_recv_mr = false;
 }
 
-int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a,
-		  struct rw_coll_req **out)
+int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct rw_coll_req **out)
 {
 	struct rw_coll_req *r;
 	size_t src_bytes, dst_bytes;
@@ -224,7 +221,8 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a,
 		if (r->mem == RW_COLL_MEM_HOST)
 			r->ops = &rw_coll_ps_ops;
 		else
-			RW_INFO(RW_LOG_COLL, "coll: RINGWAY_ALGO=ps is host memory only; ring used");
+			RW_INFO(RW_LOG_COLL,
+				"coll: RINGWAY_ALGO=ps is host memory only; ring used");
 	}
 	if (c->nranks > 1 && r->mem == RW_COLL_MEM_DEVICE) {
 		rc = rw_coll_stage_device(c);

@@ -68,8 +68,8 @@ static size_t chunk_count(const struct rw_coll_req *r, const struct ps_state *st
 	return RW_MIN(st->chunk_elems, r->a.count - k * st->chunk_elems);
 }
 
-static char *chunk_ptr(const void *base, const struct rw_coll_req *r,
-		       const struct ps_state *st, size_t k)
+static char *chunk_ptr(const void *base, const struct rw_coll_req *r, const struct ps_state *st,
+		       size_t k)
 {
 	return (char *)base + k * st->chunk_elems * r->esize;
 }
@@ -93,8 +93,8 @@ static int recvs(struct rw_coll_req *r, int i, bool *progressed)
 	       (!root || p->r_posted < st->reduced + RW_COLL_NSLOTS)) {
 		size_t k = p->r_posted, size = chunk_count(r, st, k) * r->esize;
 		void *data = root ? slot_of(c, i, k) : chunk_ptr(r->a.recvbuf, r, st, k);
-		struct rw_net_mr *mr = root ? c->ps_stage[i].mr_recv
-					    : rw_coll_mr_on(r->a.recv_mr, p->recv_link);
+		struct rw_net_mr *mr =
+			root ? c->ps_stage[i].mr_recv : rw_coll_mr_on(r->a.recv_mr, p->recv_link);
 		struct rw_net_req *req = NULL;
 
 		rc = rw_net_irecv(comm, 1, &data, &size, &tag, &mr, &req);
@@ -117,7 +117,8 @@ static int recvs(struct rw_coll_req *r, int i, bool *progressed)
 			break;
 		if (got != chunk_count(r, st, k) * r->esize) {
 			RW_WARN(RW_LOG_COLL,
-				"coll: rank %d: ps allreduce: rank %d sent %zu bytes for chunk %zu; expected %zu (do all ranks pass the same count?)",
+				"coll: rank %d: ps allreduce: rank %d sent %zu bytes for chunk "
+				"%zu; expected %zu (do all ranks pass the same count?)",
 				c->rank, p->rank, got, k, chunk_count(r, st, k) * r->esize);
 			return rw_coll_fail(r, -EPROTO, p->rank, "receiving from", 0, k);
 		}
@@ -141,8 +142,8 @@ static int sends(struct rw_coll_req *r, int i, bool *progressed)
 	while (p->s_posted < ready && p->s_posted - p->s_done < RW_COLL_MAX_SENDS) {
 		size_t k = p->s_posted;
 		void *data = chunk_ptr(root ? r->a.recvbuf : r->a.sendbuf, r, st, k);
-		struct rw_net_mr *mr = rw_coll_mr_on(root ? r->a.recv_mr : r->a.send_mr,
-						     p->send_link);
+		struct rw_net_mr *mr =
+			rw_coll_mr_on(root ? r->a.recv_mr : r->a.send_mr, p->send_link);
 		struct rw_net_req *req = NULL;
 
 		rc = rw_net_isend(comm, data, chunk_count(r, st, k) * r->esize, RW_COLL_TAG, mr,

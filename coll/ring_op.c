@@ -136,7 +136,7 @@ static int next_rank(const struct rw_coll_comm *c)
 static void hold(struct ring_chan *cs, struct rw_ring_pos pos, int slot)
 {
 	cs->held[(cs->held_head + cs->held_n++) % RW_COLL_NSLOTS] =
-		(struct held){ .pos = pos, .slot = slot };
+		(struct held){.pos = pos, .slot = slot};
 }
 
 /* Is the receive at pos processed?  (Receives are processed in order.) */
@@ -151,8 +151,7 @@ static void phase(struct rw_coll_req *r, const struct rw_ring_msg *m)
 {
 	struct ring_state *st = state_of(r);
 
-	if (r->a.kind != RW_COLL_ALLREDUCE || st->in_allgather ||
-	    m->action != RW_RING_COPY)
+	if (r->a.kind != RW_COLL_ALLREDUCE || st->in_allgather || m->action != RW_RING_COPY)
 		return;
 	st->in_allgather = true;
 	if (st->phase_pushed) {
@@ -202,7 +201,7 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		if (staged)
 			cs->nfree--;
 		cs->pr[(cs->pr_head + cs->pr_n++) % RW_COLL_MAX_RECVS] =
-			(struct pend_recv){ .req = req, .pos = cs->rpos, .slot = slot };
+			(struct pend_recv){.req = req, .pos = cs->rpos, .slot = slot};
 		cs->rmore = rw_ring_plan_recv_next(&st->plan, ch, &cs->rpos);
 		*progressed = true;
 	}
@@ -282,7 +281,8 @@ static int complete_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			break;
 		if (got != m.count * r->esize) {
 			RW_WARN(RW_LOG_COLL,
-				"coll: rank %d: %s: rank %d sent %zu bytes for step %d, chunk %zu; expected %zu (do all ranks pass the same count?)",
+				"coll: rank %d: %s: rank %d sent %zu bytes for step %d, chunk %zu; "
+				"expected %zu (do all ranks pass the same count?)",
 				c->rank, rw_coll_kind_name(r->a.kind), prev_rank(c), got, m.step,
 				m.chunk, m.count * r->esize);
 			return rw_coll_fail(r, -EPROTO, prev_rank(c), "receiving from", m.step,
@@ -328,7 +328,8 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 				if (!cs->nfree_out)
 					break;
 				out = cs->free_out[cs->nfree_out - 1];
-				rc = rw_coll_d2h(r, ch, c->stage[ch].out + (size_t)out * c->chunk_bytes,
+				rc = rw_coll_d2h(r, ch,
+						 c->stage[ch].out + (size_t)out * c->chunk_bytes,
 						 data, size);
 				if (rc)
 					return rc;
@@ -346,7 +347,8 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 
 				if (!cs->held_n || rw_ring_pos_cmp(h->pos, m.from) != 0) {
 					RW_WARN(RW_LOG_COLL,
-						"coll: rank %d: internal error: no staged chunk for step %d, chunk %zu",
+						"coll: rank %d: internal error: no staged chunk "
+						"for step %d, chunk %zu",
 						c->rank, m.step, m.chunk);
 					return -EPROTO;
 				}
@@ -371,7 +373,7 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 			cs->held_n--;
 		}
 		cs->ps[(cs->ps_head + cs->ps_n++) % RW_COLL_MAX_SENDS] = (struct pend_send){
-			.req = req, .pos = cs->spos, .free_slot = free_slot_idx, .out_slot = out };
+			.req = req, .pos = cs->spos, .free_slot = free_slot_idx, .out_slot = out};
 		cs->smore = rw_ring_plan_send_next(&st->plan, ch, &cs->spos);
 		*progressed = true;
 	}

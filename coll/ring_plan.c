@@ -39,8 +39,7 @@ static int mod(int a, int n)
 	return a < 0 ? a + n : a;
 }
 
-void rw_ring_plan_piece(const struct rw_ring_plan *p, int seg, int ch,
-			size_t *off, size_t *count)
+void rw_ring_plan_piece(const struct rw_ring_plan *p, int seg, int ch, size_t *off, size_t *count)
 {
 	size_t n = p->seg_count[seg], c = (size_t)ch, nc = (size_t)p->nchannels;
 	size_t base = n / nc, rem = n % nc;
@@ -79,8 +78,7 @@ static size_t nck(const struct rw_ring_plan *p, int ch, int seg)
 /* Does message (round, step) exist in this direction? */
 static bool send_exists(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos)
 {
-	return p->sends && pos.step < p->nsteps &&
-	       nck(p, ch, seg_sent(p, pos.step)) > pos.round;
+	return p->sends && pos.step < p->nsteps && nck(p, ch, seg_sent(p, pos.step)) > pos.round;
 }
 
 static bool recv_exists(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos)
@@ -105,28 +103,24 @@ static bool advance(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *po
 	}
 }
 
-bool rw_ring_plan_send_first(const struct rw_ring_plan *p, int ch,
-			     struct rw_ring_pos *pos)
+bool rw_ring_plan_send_first(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos)
 {
-	*pos = (struct rw_ring_pos){ .round = 0, .step = -1 };
+	*pos = (struct rw_ring_pos){.round = 0, .step = -1};
 	return p->rounds[ch] > 0 && advance(p, ch, pos, send_exists);
 }
 
-bool rw_ring_plan_send_next(const struct rw_ring_plan *p, int ch,
-			    struct rw_ring_pos *pos)
+bool rw_ring_plan_send_next(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos)
 {
 	return advance(p, ch, pos, send_exists);
 }
 
-bool rw_ring_plan_recv_first(const struct rw_ring_plan *p, int ch,
-			     struct rw_ring_pos *pos)
+bool rw_ring_plan_recv_first(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos)
 {
-	*pos = (struct rw_ring_pos){ .round = 0, .step = -1 };
+	*pos = (struct rw_ring_pos){.round = 0, .step = -1};
 	return p->rounds[ch] > 0 && advance(p, ch, pos, recv_exists);
 }
 
-bool rw_ring_plan_recv_next(const struct rw_ring_plan *p, int ch,
-			    struct rw_ring_pos *pos)
+bool rw_ring_plan_recv_next(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos)
 {
 	return advance(p, ch, pos, recv_exists);
 }
@@ -152,15 +146,14 @@ static void fill_tables(struct rw_ring_plan *p)
 	}
 }
 
-int rw_ring_plan_init(struct rw_ring_plan *plan,
-		      const struct rw_ring_plan_args *a)
+int rw_ring_plan_init(struct rw_ring_plan *plan, const struct rw_ring_plan_args *a)
 {
-	struct rw_ring_plan p = { 0 };
+	struct rw_ring_plan p = {0};
 	size_t nc;
 
-	if (!a || !a->seg_off || !a->seg_count || a->nranks < 1 ||
-	    a->rank < 0 || a->rank >= a->nranks || a->nchannels < 1 ||
-	    a->chunk_elems < 1 || (unsigned)a->kind >= RW_RING_KIND_COUNT)
+	if (!a || !a->seg_off || !a->seg_count || a->nranks < 1 || a->rank < 0 ||
+	    a->rank >= a->nranks || a->nchannels < 1 || a->chunk_elems < 1 ||
+	    (unsigned)a->kind >= RW_RING_KIND_COUNT)
 		return -EINVAL;
 	if (a->kind == RW_RING_BROADCAST && (a->root < 0 || a->root >= a->nranks))
 		return -EINVAL;
@@ -231,8 +224,8 @@ int rw_ring_plan_owned_seg(const struct rw_ring_plan *p)
 	}
 }
 
-static void fill_msg(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos,
-		     int seg, struct rw_ring_msg *m)
+static void fill_msg(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos, int seg,
+		     struct rw_ring_msg *m)
 {
 	size_t off, count;
 
@@ -247,8 +240,8 @@ static void fill_msg(const struct rw_ring_plan *p, int ch, struct rw_ring_pos po
 	};
 }
 
-void rw_ring_plan_send(const struct rw_ring_plan *p, int ch,
-		       struct rw_ring_pos pos, struct rw_ring_msg *msg)
+void rw_ring_plan_send(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos,
+		       struct rw_ring_msg *msg)
 {
 	fill_msg(p, ch, pos, seg_sent(p, pos.step), msg);
 	if (p->kind == RW_RING_BROADCAST) {
@@ -256,12 +249,12 @@ void rw_ring_plan_send(const struct rw_ring_plan *p, int ch,
 		msg->from = pos;
 	} else {
 		msg->local = pos.step == 0;
-		msg->from = (struct rw_ring_pos){ .round = pos.round, .step = pos.step - 1 };
+		msg->from = (struct rw_ring_pos){.round = pos.round, .step = pos.step - 1};
 	}
 }
 
-void rw_ring_plan_recv(const struct rw_ring_plan *p, int ch,
-		       struct rw_ring_pos pos, struct rw_ring_msg *msg)
+void rw_ring_plan_recv(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos,
+		       struct rw_ring_msg *msg)
 {
 	int last_reduce = p->nranks - 2; /* the scatter-reduce's last step */
 

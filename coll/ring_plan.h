@@ -74,14 +74,14 @@ struct rw_ring_pos {
 /** One message, in the element space. */
 struct rw_ring_msg {
 	int step;
-	int seg;          /**< segment (rank) the data belongs to */
-	size_t chunk;     /**< chunk index within the channel's piece (round) */
-	size_t off;       /**< first element, in the element space */
-	size_t count;     /**< elements, > 0 */
+	int seg;		    /**< segment (rank) the data belongs to */
+	size_t chunk;		    /**< chunk index within the channel's piece (round) */
+	size_t off;		    /**< first element, in the element space */
+	size_t count;		    /**< elements, > 0 */
 	enum rw_ring_action action; /**< receives only */
-	bool forwarded;   /**< receives: a send of this round forwards it */
-	bool local;       /**< sends: local data, else the forward of `from` */
-	struct rw_ring_pos from; /**< sends: the receive forwarded */
+	bool forwarded;		    /**< receives: a send of this round forwards it */
+	bool local;		    /**< sends: local data, else the forward of `from` */
+	struct rw_ring_pos from;    /**< sends: the receive forwarded */
 };
 
 /** Arguments of rw_ring_plan_init(). */
@@ -89,9 +89,9 @@ struct rw_ring_plan_args {
 	enum rw_ring_kind kind;
 	int nranks;
 	int rank;
-	int root;            /**< broadcast only */
-	int nchannels;       /**< >= 1 */
-	size_t chunk_elems;  /**< >= 1 */
+	int root;	    /**< broadcast only */
+	int nchannels;	    /**< >= 1 */
+	size_t chunk_elems; /**< >= 1 */
 	/** nranks segments (1 for broadcast); copied by init. */
 	const size_t *seg_off;
 	const size_t *seg_count;
@@ -100,17 +100,17 @@ struct rw_ring_plan_args {
 struct rw_ring_plan {
 	enum rw_ring_kind kind;
 	int nranks, rank, root, nchannels;
-	int nsteps;          /**< steps in which this rank takes part */
+	int nsteps; /**< steps in which this rank takes part */
 	int rot;
 	int nseg;
 	bool sends, receives; /**< broadcast: this rank's part in the chain */
 	size_t chunk_elems;
-	size_t *seg_off;     /**< nseg */
-	size_t *seg_count;   /**< nseg */
-	size_t *nck;         /**< chunks of segment s on channel c: [c * nseg + s] */
-	size_t *rounds;      /**< nchannels: most chunks of any segment */
-	size_t *nsend;       /**< nchannels */
-	size_t *nrecv;       /**< nchannels */
+	size_t *seg_off;   /**< nseg */
+	size_t *seg_count; /**< nseg */
+	size_t *nck;	   /**< chunks of segment s on channel c: [c * nseg + s] */
+	size_t *rounds;	   /**< nchannels: most chunks of any segment */
+	size_t *nsend;	   /**< nchannels */
+	size_t *nrecv;	   /**< nchannels */
 };
 
 /**
@@ -125,8 +125,7 @@ void rw_ring_split(size_t count, int n, size_t *off, size_t *cnt);
  * \return 0, -EINVAL (rank/root out of range, nchannels or chunk_elems 0,
  * NULL segments), -ENOMEM.
  */
-int rw_ring_plan_init(struct rw_ring_plan *plan,
-		      const struct rw_ring_plan_args *args);
+int rw_ring_plan_init(struct rw_ring_plan *plan, const struct rw_ring_plan_args *args);
 
 /** Free the tables; plan may be zeroed or initialized. */
 void rw_ring_plan_fini(struct rw_ring_plan *plan);
@@ -147,20 +146,16 @@ static inline size_t rw_ring_plan_nrecv(const struct rw_ring_plan *p, int ch)
  * first message, next() moves it to the following one.  Both return false
  * (pos then undefined) when there is none.
  */
-bool rw_ring_plan_send_first(const struct rw_ring_plan *p, int ch,
-			     struct rw_ring_pos *pos);
-bool rw_ring_plan_send_next(const struct rw_ring_plan *p, int ch,
-			    struct rw_ring_pos *pos);
-bool rw_ring_plan_recv_first(const struct rw_ring_plan *p, int ch,
-			     struct rw_ring_pos *pos);
-bool rw_ring_plan_recv_next(const struct rw_ring_plan *p, int ch,
-			    struct rw_ring_pos *pos);
+bool rw_ring_plan_send_first(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos);
+bool rw_ring_plan_send_next(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos);
+bool rw_ring_plan_recv_first(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos);
+bool rw_ring_plan_recv_next(const struct rw_ring_plan *p, int ch, struct rw_ring_pos *pos);
 
 /** The send / receive at pos (which must be one). */
-void rw_ring_plan_send(const struct rw_ring_plan *p, int ch,
-		       struct rw_ring_pos pos, struct rw_ring_msg *msg);
-void rw_ring_plan_recv(const struct rw_ring_plan *p, int ch,
-		       struct rw_ring_pos pos, struct rw_ring_msg *msg);
+void rw_ring_plan_send(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos,
+		       struct rw_ring_msg *msg);
+void rw_ring_plan_recv(const struct rw_ring_plan *p, int ch, struct rw_ring_pos pos,
+		       struct rw_ring_msg *msg);
 
 /** <0, 0, >0 as a comes before, is, or comes after b in the order. */
 static inline int rw_ring_pos_cmp(struct rw_ring_pos a, struct rw_ring_pos b)
@@ -175,8 +170,7 @@ static inline int rw_ring_pos_cmp(struct rw_ring_pos a, struct rw_ring_pos b)
 int rw_ring_plan_owned_seg(const struct rw_ring_plan *p);
 
 /** Elements of channel ch's piece of segment seg, and its first element. */
-void rw_ring_plan_piece(const struct rw_ring_plan *p, int seg, int ch,
-			size_t *off, size_t *count);
+void rw_ring_plan_piece(const struct rw_ring_plan *p, int seg, int ch, size_t *off, size_t *count);
 
 /** Name of a kind ("allreduce"), for messages. */
 const char *rw_ring_kind_name(enum rw_ring_kind kind);

@@ -23,17 +23,15 @@ static_assert((int)RW_INT8 == RW_DTYPE_INT8 && (int)RW_UINT8 == RW_DTYPE_UINT8 &
 		      (int)RW_FLOAT8E4M3 == RW_DTYPE_FLOAT8E4M3 &&
 		      (int)RW_FLOAT8E5M2 == RW_DTYPE_FLOAT8E5M2 && RW_DTYPE_COUNT == 12,
 	      "rw_dtype_t must match the kernels' datatypes");
-static_assert((int)RW_SUM == RW_OP_SUM && (int)RW_PROD == RW_OP_PROD &&
-		      (int)RW_MAX == RW_OP_MAX && (int)RW_MIN == RW_OP_MIN &&
-		      (int)RW_AVG == RW_OP_AVG && RW_OP_COUNT == 5,
+static_assert((int)RW_SUM == RW_OP_SUM && (int)RW_PROD == RW_OP_PROD && (int)RW_MAX == RW_OP_MAX &&
+		      (int)RW_MIN == RW_OP_MIN && (int)RW_AVG == RW_OP_AVG && RW_OP_COUNT == 5,
 	      "rw_op_t must match the kernels' ops");
 
 RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rendezvous)
 {
 	struct rw_config cfg;
 	char root[320];
-	struct rw_world_args a = { .nranks = nranks, .rank = rank, .listen_fd = -1,
-				   .cfg = &cfg };
+	struct rw_world_args a = {.nranks = nranks, .rank = rank, .listen_fd = -1, .cfg = &cfg};
 	int rc;
 
 	rw_config_load(&cfg, NULL, NULL);
@@ -48,8 +46,8 @@ RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rend
 	} else if (nranks > 1) {
 		rc = rw_world_default_root(&cfg, root, sizeof(root));
 		if (rc == -ENOENT)
-			RW_WARN(RW_LOG_INIT,
-				"rw_comm_init: no rendezvous: pass \"host:port\", or set RINGWAY_ROOT, or MASTER_ADDR and MASTER_PORT");
+			RW_WARN(RW_LOG_INIT, "rw_comm_init: no rendezvous: pass \"host:port\", or "
+					     "set RINGWAY_ROOT, or MASTER_ADDR and MASTER_PORT");
 		if (rc)
 			return -EINVAL;
 		a.root = root;
@@ -69,29 +67,37 @@ static int run(rw_comm_t *comm, const char *call, const struct rw_coll_args *a)
 RW_API int rw_allreduce(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
 			rw_dtype_t dtype, rw_op_t op)
 {
-	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = sendbuf,
-				  .recvbuf = recvbuf, .count = count,
-				  .dtype = (enum rw_dtype)dtype, .op = (enum rw_op)op };
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+				 .sendbuf = sendbuf,
+				 .recvbuf = recvbuf,
+				 .count = count,
+				 .dtype = (enum rw_dtype)dtype,
+				 .op = (enum rw_op)op};
 
 	return run(comm, "rw_allreduce", &a);
 }
 
-RW_API int rw_reduce_scatter(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
-			     size_t recvcount, rw_dtype_t dtype, rw_op_t op)
+RW_API int rw_reduce_scatter(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t recvcount,
+			     rw_dtype_t dtype, rw_op_t op)
 {
-	struct rw_coll_args a = { .kind = RW_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
-				  .recvbuf = recvbuf, .count = recvcount,
-				  .dtype = (enum rw_dtype)dtype, .op = (enum rw_op)op };
+	struct rw_coll_args a = {.kind = RW_COLL_REDUCE_SCATTER,
+				 .sendbuf = sendbuf,
+				 .recvbuf = recvbuf,
+				 .count = recvcount,
+				 .dtype = (enum rw_dtype)dtype,
+				 .op = (enum rw_op)op};
 
 	return run(comm, "rw_reduce_scatter", &a);
 }
 
-RW_API int rw_allgather(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
-			size_t sendcount, rw_dtype_t dtype)
+RW_API int rw_allgather(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+			rw_dtype_t dtype)
 {
-	struct rw_coll_args a = { .kind = RW_COLL_ALLGATHER, .sendbuf = sendbuf,
-				  .recvbuf = recvbuf, .count = sendcount,
-				  .dtype = (enum rw_dtype)dtype };
+	struct rw_coll_args a = {.kind = RW_COLL_ALLGATHER,
+				 .sendbuf = sendbuf,
+				 .recvbuf = recvbuf,
+				 .count = sendcount,
+				 .dtype = (enum rw_dtype)dtype};
 
 	return run(comm, "rw_allgather", &a);
 }
@@ -99,9 +105,12 @@ RW_API int rw_allgather(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
 RW_API int rw_broadcast(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
 			rw_dtype_t dtype, int root)
 {
-	struct rw_coll_args a = { .kind = RW_COLL_BROADCAST, .sendbuf = sendbuf,
-				  .recvbuf = recvbuf, .count = count,
-				  .dtype = (enum rw_dtype)dtype, .root = root };
+	struct rw_coll_args a = {.kind = RW_COLL_BROADCAST,
+				 .sendbuf = sendbuf,
+				 .recvbuf = recvbuf,
+				 .count = count,
+				 .dtype = (enum rw_dtype)dtype,
+				 .root = root};
 
 	return run(comm, "rw_broadcast", &a);
 }

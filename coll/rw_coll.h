@@ -41,11 +41,7 @@ struct rw_coll_mr;
 struct rw_coll_req;
 
 /** RINGWAY_ALGO values (the order of its "ring|ps" choices). */
-enum rw_coll_algo {
-	RW_COLL_ALGO_RING,
-	RW_COLL_ALGO_PS,
-	RW_COLL_ALGO_COUNT
-};
+enum rw_coll_algo { RW_COLL_ALGO_RING, RW_COLL_ALGO_PS, RW_COLL_ALGO_COUNT };
 
 /** Collectives; same values as enum rw_ring_kind. */
 enum rw_coll_kind {
@@ -58,8 +54,8 @@ enum rw_coll_kind {
 
 /** Arguments of rw_coll_comm_create(); everything is copied or borrowed. */
 struct rw_coll_comm_args {
-	struct rw_net *net;           /**< borrowed: outlives the comm */
-	int dev;                      /**< net device of every connection */
+	struct rw_net *net; /**< borrowed: outlives the comm */
+	int dev;	    /**< net device of every connection */
 	int nranks, rank;
 	/** nranks listen handles of RW_NET_HANDLE_MAXSIZE bytes, rank order */
 	const void *const *handles;
@@ -67,7 +63,7 @@ struct rw_coll_comm_args {
 	struct rw_net_listen *listen;
 	/** optional "host pid 123" per rank for messages; copied */
 	const char *const *peer_names;
-	const struct rw_config *cfg;  /**< chunk size, channels, algo, timeout */
+	const struct rw_config *cfg; /**< chunk size, channels, algo, timeout */
 };
 
 /**
@@ -75,8 +71,7 @@ struct rw_coll_comm_args {
  * until every connection is up, at most cfg->timeout_ms (then -ETIMEDOUT,
  * naming the missing peers).  \param[out] out set only on success.
  */
-int rw_coll_comm_create(const struct rw_coll_comm_args *a,
-			struct rw_coll_comm **out);
+int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm **out);
 
 /**
  * Close every connection and free the comm, cancelling collectives still in
@@ -99,9 +94,8 @@ int rw_coll_comm_error(const struct rw_coll_comm *c);
  */
 int rw_coll_reg_mr(struct rw_coll_comm *c, void *data, size_t size, int type,
 		   struct rw_coll_mr **mr);
-int rw_coll_reg_mr_dmabuf(struct rw_coll_comm *c, void *data, size_t size,
-			  int type, uint64_t offset, int fd,
-			  struct rw_coll_mr **mr);
+int rw_coll_reg_mr_dmabuf(struct rw_coll_comm *c, void *data, size_t size, int type,
+			  uint64_t offset, int fd, struct rw_coll_mr **mr);
 /** Undo a registration no collective in flight uses.  NULL is ignored. */
 int rw_coll_dereg_mr(struct rw_coll_comm *c, struct rw_coll_mr *mr);
 
@@ -127,8 +121,8 @@ struct rw_coll_args {
 	void *recvbuf;
 	size_t count;
 	enum rw_dtype dtype;
-	enum rw_op op;           /**< ignored by allgather and broadcast */
-	int root;                /**< broadcast only */
+	enum rw_op op;		    /**< ignored by allgather and broadcast */
+	int root;		    /**< broadcast only */
 	struct rw_coll_mr *send_mr; /**< optional, covers sendbuf */
 	struct rw_coll_mr *recv_mr; /**< optional, covers recvbuf */
 	const size_t *seg_off;
@@ -143,8 +137,7 @@ struct rw_coll_args {
  * \return 0, -EINVAL (bad arguments, logged), -ENOMEM, or the comm's
  * sticky error.
  */
-int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a,
-		  struct rw_coll_req **req);
+int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct rw_coll_req **req);
 
 /**
  * Advance the comm's collectives and report on req.  When *done is set, or

@@ -55,15 +55,19 @@ int rw_world_default_root(const struct rw_config *cfg, char *buf, size_t len)
 	return 0;
 }
 
-static int exchange(struct rw_comm *w, const struct rw_world_args *a,
-		    struct rw_net_listen *listen, const struct world_blob *mine)
+static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct rw_net_listen *listen,
+		    const struct world_blob *mine)
 {
 	struct world_blob *all;
 	const void **handles;
 	const char **names;
 	struct rw_coll_comm_args ca = {
-		.net = w->net, .dev = 0, .nranks = a->nranks, .rank = a->rank,
-		.listen = listen, .cfg = &w->cfg,
+		.net = w->net,
+		.dev = 0,
+		.nranks = a->nranks,
+		.rank = a->rank,
+		.listen = listen,
+		.cfg = &w->cfg,
 	};
 	int rc = -ENOMEM;
 
@@ -93,7 +97,7 @@ out_free:
 
 int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 {
-	struct world_blob mine = { 0 };
+	struct world_blob mine = {0};
 	struct rw_net_listen *listen = NULL;
 	struct rw_comm *w;
 	char host[48] = "?";
@@ -112,8 +116,8 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 		w->cfg = *a->cfg;
 	else
 		rw_config_load(&w->cfg, NULL, NULL);
-	rc = rw_bootstrap_create(a->root, listen_fd, a->nranks, a->rank,
-				 (int)w->cfg.timeout_ms, &w->boot);
+	rc = rw_bootstrap_create(a->root, listen_fd, a->nranks, a->rank, (int)w->cfg.timeout_ms,
+				 &w->boot);
 	if (rc)
 		goto err_free; /* closed listen_fd */
 	rc = rw_net_create(&w->cfg, &w->net);

@@ -38,11 +38,11 @@ int rw_collnet_connect(void *const *handles, int nranks, int rank, void *listen_
 		       void **coll_comm);
 int rw_collnet_reduce_support(int dtype, int op, int *supported);
 int rw_collnet_reg_mr(void *coll_comm, void *data, size_t size, int type, void **mhandle);
-int rw_collnet_reg_mr_dmabuf(void *coll_comm, void *data, size_t size, int type,
-			     uint64_t offset, int fd, void **mhandle);
+int rw_collnet_reg_mr_dmabuf(void *coll_comm, void *data, size_t size, int type, uint64_t offset,
+			     int fd, void **mhandle);
 int rw_collnet_dereg_mr(void *coll_comm, void *mhandle);
-int rw_collnet_iallreduce(void *coll_comm, void *send, void *recv, size_t count, int dtype,
-			  int op, void *send_mh, void *recv_mh, void **request);
+int rw_collnet_iallreduce(void *coll_comm, void *send, void *recv, size_t count, int dtype, int op,
+			  void *send_mh, void *recv_mh, void **request);
 /** Every rank gives bytes_per_rank bytes; recv_parts receive the window
  *  [window_off, + window_bytes) of the gathered nranks * bytes_per_rank. */
 int rw_collnet_iallgather(void *coll_comm, void *send, int nparts,
@@ -50,10 +50,10 @@ int rw_collnet_iallgather(void *coll_comm, void *send, int nparts,
 			  size_t window_off, size_t window_bytes, void *send_mh, void **request);
 /** send_parts hold the window [window_off, + window_bytes) of every rank's
  *  nranks * bytes_per_rank input; recv gets this rank's part of it, reduced. */
-int rw_collnet_ireducescatter(void *coll_comm, int nparts,
-			      const struct rw_collnet_sge *send_parts, void *recv,
-			      size_t bytes_per_rank, size_t window_off, size_t window_bytes,
-			      int dtype, int op, void *recv_mh, void **request);
+int rw_collnet_ireducescatter(void *coll_comm, int nparts, const struct rw_collnet_sge *send_parts,
+			      void *recv, size_t bytes_per_rank, size_t window_off,
+			      size_t window_bytes, int dtype, int op, void *recv_mh,
+			      void **request);
 /** Host memory: nothing to flush (*request = NULL). */
 int rw_collnet_iflush(void *coll_comm, void *data, int size, void *mhandle, void **request);
 /** \param[out] size bytes received into the caller's buffers, once done. */

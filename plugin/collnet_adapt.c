@@ -15,7 +15,7 @@
 #include "common/rw_log.h"
 
 #define COMM_MAGIC 0x72776363u /* "rwcc" */
-#define REQ_MAGIC 0x72776371u  /* "rwcq" */
+#define REQ_MAGIC  0x72776371u /* "rwcq" */
 
 struct rw_collnet_comm {
 	uint32_t magic;
@@ -27,10 +27,10 @@ struct rw_collnet_comm {
 struct rw_collnet_req {
 	uint32_t magic;
 	struct rw_coll_req *req;
-	char *tmp;                  /* a contiguous copy of scattered parts */
-	int nparts;                 /* iallgather: parts to scatter tmp into */
+	char *tmp;  /* a contiguous copy of scattered parts */
+	int nparts; /* iallgather: parts to scatter tmp into */
 	struct rw_collnet_sge parts[RW_COLLNET_MAX_PARTS];
-	size_t size;                /* what test() reports */
+	size_t size; /* what test() reports */
 };
 
 static int get_comm(void *handle, const char *call, struct rw_collnet_comm **out)
@@ -38,8 +38,9 @@ static int get_comm(void *handle, const char *call, struct rw_collnet_comm **out
 	struct rw_collnet_comm *cc = handle;
 
 	if (!cc || cc->magic != COMM_MAGIC) {
-		RW_WARN(RW_LOG_NET | RW_LOG_COLL, "CollNet/%s %s(collComm=%p): not an open collComm",
-			RW_PLUGIN_NAME, call, handle);
+		RW_WARN(RW_LOG_NET | RW_LOG_COLL,
+			"CollNet/%s %s(collComm=%p): not an open collComm", RW_PLUGIN_NAME, call,
+			handle);
 		return -EINVAL;
 	}
 	*out = cc;
@@ -57,7 +58,8 @@ int rw_collnet_connect(void *const *handles, int nranks, int rank, void *listen_
 	if (!pc)
 		return rw_plugin_bad_arg("CollNet connect", "listenComm is not an open listener");
 	if (!handles || !coll_comm || nranks < 1 || rank < 0 || rank >= nranks)
-		return rw_plugin_bad_arg("CollNet connect", "bad handles, nranks, rank or collComm");
+		return rw_plugin_bad_arg("CollNet connect",
+					 "bad handles, nranks, rank or collComm");
 	for (int r = 0; r < nranks; r++)
 		if (!handles[r])
 			return rw_plugin_bad_arg("CollNet connect", "a handle is NULL");
@@ -65,8 +67,12 @@ int rw_collnet_connect(void *const *handles, int nranks, int rank, void *listen_
 	if (!cc)
 		return -ENOMEM;
 	a = (struct rw_coll_comm_args){
-		.net = pc->plugin->net, .dev = pc->dev, .nranks = nranks, .rank = rank,
-		.handles = (const void *const *)handles, .listen = pc->u.listen,
+		.net = pc->plugin->net,
+		.dev = pc->dev,
+		.nranks = nranks,
+		.rank = rank,
+		.handles = (const void *const *)handles,
+		.listen = pc->u.listen,
 		.cfg = &pc->plugin->cfg,
 	};
 	rc = rw_coll_comm_create(&a, &cc->coll); /* blocks, bounded: NCCL expects it */
@@ -102,8 +108,8 @@ int rw_collnet_reg_mr(void *coll_comm, void *data, size_t size, int type, void *
 	return rw_coll_reg_mr(cc->coll, data, size, type, (struct rw_coll_mr **)mhandle);
 }
 
-int rw_collnet_reg_mr_dmabuf(void *coll_comm, void *data, size_t size, int type,
-			     uint64_t offset, int fd, void **mhandle)
+int rw_collnet_reg_mr_dmabuf(void *coll_comm, void *data, size_t size, int type, uint64_t offset,
+			     int fd, void **mhandle)
 {
 	struct rw_collnet_comm *cc;
 	int rc = get_comm(coll_comm, "regMrDmaBuf", &cc);
@@ -125,8 +131,8 @@ int rw_collnet_dereg_mr(void *coll_comm, void *mhandle)
 }
 
 /* Start a and wrap it in a request for NCCL. */
-static int start(struct rw_collnet_comm *cc, const struct rw_coll_args *a,
-		 struct rw_collnet_req *w, void **request)
+static int start(struct rw_collnet_comm *cc, const struct rw_coll_args *a, struct rw_collnet_req *w,
+		 void **request)
 {
 	int rc;
 
@@ -147,12 +153,17 @@ err_free:
 	return rc;
 }
 
-int rw_collnet_iallreduce(void *coll_comm, void *send, void *recv, size_t count, int dtype,
-			  int op, void *send_mh, void *recv_mh, void **request)
+int rw_collnet_iallreduce(void *coll_comm, void *send, void *recv, size_t count, int dtype, int op,
+			  void *send_mh, void *recv_mh, void **request)
 {
 	struct rw_coll_args a = {
-		.kind = RW_COLL_ALLREDUCE, .sendbuf = send, .recvbuf = recv, .count = count,
-		.dtype = (enum rw_dtype)dtype, .op = (enum rw_op)op, .send_mr = send_mh,
+		.kind = RW_COLL_ALLREDUCE,
+		.sendbuf = send,
+		.recvbuf = recv,
+		.count = count,
+		.dtype = (enum rw_dtype)dtype,
+		.op = (enum rw_op)op,
+		.send_mr = send_mh,
 		.recv_mr = recv_mh,
 	};
 	struct rw_collnet_comm *cc;
@@ -173,8 +184,8 @@ int rw_collnet_iallreduce(void *coll_comm, void *send, void *recv, size_t count,
  * inside [wo, wo + wb), as an offset from wo and a length, in units of unit
  * bytes.  An empty intersection is (0, 0).
  */
-static void window_segments(int nranks, size_t bpr, size_t wo, size_t wb, size_t unit,
-			    size_t *off, size_t *cnt)
+static void window_segments(int nranks, size_t bpr, size_t wo, size_t wb, size_t unit, size_t *off,
+			    size_t *cnt)
 {
 	for (int r = 0; r < nranks; r++) {
 		size_t lo = RW_MAX((size_t)r * bpr, wo);
@@ -203,11 +214,11 @@ static int check_parts(const char *call, int nparts, const struct rw_collnet_sge
 }
 
 int rw_collnet_iallgather(void *coll_comm, void *send, int nparts,
-			  const struct rw_collnet_sge *recv_parts, size_t bpr, size_t wo,
-			  size_t wb, void *send_mh, void **request)
+			  const struct rw_collnet_sge *recv_parts, size_t bpr, size_t wo, size_t wb,
+			  void *send_mh, void **request)
 {
-	struct rw_coll_args a = { .kind = RW_COLL_ALLGATHER, .dtype = RW_DTYPE_UINT8,
-				  .send_mr = send_mh };
+	struct rw_coll_args a = {
+		.kind = RW_COLL_ALLGATHER, .dtype = RW_DTYPE_UINT8, .send_mr = send_mh};
 	struct rw_collnet_comm *cc;
 	struct rw_collnet_req *w;
 	size_t *seg, lo;
@@ -229,8 +240,8 @@ int rw_collnet_iallgather(void *coll_comm, void *send, int nparts,
 	}
 	window_segments(cc->nranks, bpr, wo, wb, 1, seg, seg + cc->nranks);
 	lo = RW_MAX((size_t)cc->rank * bpr, wo);
-	a.sendbuf = seg[cc->nranks + cc->rank] ? (char *)send + (lo - (size_t)cc->rank * bpr)
-					       : send;
+	a.sendbuf =
+		seg[cc->nranks + cc->rank] ? (char *)send + (lo - (size_t)cc->rank * bpr) : send;
 	a.seg_off = seg;
 	a.seg_count = seg + cc->nranks;
 	if (nparts == 1) {
@@ -254,14 +265,15 @@ int rw_collnet_iallgather(void *coll_comm, void *send, int nparts,
 	return rc;
 }
 
-int rw_collnet_ireducescatter(void *coll_comm, int nparts,
-			      const struct rw_collnet_sge *send_parts, void *recv, size_t bpr,
-			      size_t wo, size_t wb, int dtype, int op, void *recv_mh,
-			      void **request)
+int rw_collnet_ireducescatter(void *coll_comm, int nparts, const struct rw_collnet_sge *send_parts,
+			      void *recv, size_t bpr, size_t wo, size_t wb, int dtype, int op,
+			      void *recv_mh, void **request)
 {
-	struct rw_coll_args a = { .kind = RW_COLL_REDUCE_SCATTER, .recvbuf = recv,
-				  .dtype = (enum rw_dtype)dtype, .op = (enum rw_op)op,
-				  .recv_mr = recv_mh };
+	struct rw_coll_args a = {.kind = RW_COLL_REDUCE_SCATTER,
+				 .recvbuf = recv,
+				 .dtype = (enum rw_dtype)dtype,
+				 .op = (enum rw_op)op,
+				 .recv_mr = recv_mh};
 	size_t es = rw_dtype_size((enum rw_dtype)dtype);
 	struct rw_collnet_comm *cc;
 	struct rw_collnet_req *w;
@@ -277,7 +289,8 @@ int rw_collnet_ireducescatter(void *coll_comm, int nparts,
 		return rw_plugin_bad_arg("CollNet ireducescatter",
 					 "bad datatype, or sizes not in whole elements");
 	if (wo > (size_t)cc->nranks * bpr || wb > (size_t)cc->nranks * bpr - wo)
-		return rw_plugin_bad_arg("CollNet ireducescatter", "the window lies outside the data");
+		return rw_plugin_bad_arg("CollNet ireducescatter",
+					 "the window lies outside the data");
 	w = calloc(1, sizeof(*w));
 	seg = calloc(2 * (size_t)cc->nranks, sizeof(*seg));
 	if (!w || !seg) {
@@ -335,7 +348,8 @@ int rw_collnet_test(void *request, int *done, int *size)
 	int rc;
 
 	if (!w || w->magic != REQ_MAGIC || !done)
-		return rw_plugin_bad_arg("CollNet test", "not a live CollNet request, or done is NULL");
+		return rw_plugin_bad_arg("CollNet test",
+					 "not a live CollNet request, or done is NULL");
 	rc = rw_coll_test(w->req, done, &bytes);
 	if (rc == 0 && !*done)
 		return 0;

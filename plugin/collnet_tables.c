@@ -13,8 +13,10 @@
 
 /* v9..v12 scatter-gather entries have ringway's layout. */
 static_assert(sizeof(ncclNetSGE_v9_t) == sizeof(struct rw_collnet_sge) &&
-		      offsetof(ncclNetSGE_v9_t, mhandle) == offsetof(struct rw_collnet_sge, mhandle) &&
-		      offsetof(ncclNetSGE_v9_t, address) == offsetof(struct rw_collnet_sge, address) &&
+		      offsetof(ncclNetSGE_v9_t, mhandle) ==
+			      offsetof(struct rw_collnet_sge, mhandle) &&
+		      offsetof(ncclNetSGE_v9_t, address) ==
+			      offsetof(struct rw_collnet_sge, address) &&
 		      offsetof(ncclNetSGE_v9_t, size) == offsetof(struct rw_collnet_sge, size),
 	      "SGE layout");
 static_assert(sizeof(ncclNetSGE_v10_t) == sizeof(ncclNetSGE_v9_t) &&
@@ -153,16 +155,14 @@ static ncclResult_t cn_reduce_support(ncclDataType_t dtype, ncclRedOp_t op, int 
 	return rw_status_to_nccl(rw_collnet_reduce_support((int)dtype, (int)op, supported));
 }
 
-static ncclResult_t cn_reg_mr_int(void *coll_comm, void *data, int size, int type,
-				  void **mhandle)
+static ncclResult_t cn_reg_mr_int(void *coll_comm, void *data, int size, int type, void **mhandle)
 {
 	if (size < 0)
 		return rw_status_to_nccl(rw_plugin_bad_arg("CollNet regMr", "negative size"));
 	return rw_status_to_nccl(rw_collnet_reg_mr(coll_comm, data, (size_t)size, type, mhandle));
 }
 
-static ncclResult_t cn_reg_mr(void *coll_comm, void *data, size_t size, int type,
-			      void **mhandle)
+static ncclResult_t cn_reg_mr(void *coll_comm, void *data, size_t size, int type, void **mhandle)
 {
 	return rw_status_to_nccl(rw_collnet_reg_mr(coll_comm, data, size, type, mhandle));
 }
@@ -198,8 +198,7 @@ static ncclResult_t cn_iallreduce(void *coll_comm, void *send, void *recv, size_
 						       (int)op, send_mh, recv_mh, request));
 }
 
-static ncclResult_t cn_iflush(void *coll_comm, void *data, int size, void *mhandle,
-			      void **request)
+static ncclResult_t cn_iflush(void *coll_comm, void *data, int size, void *mhandle, void **request)
 {
 	return rw_status_to_nccl(rw_collnet_iflush(coll_comm, data, size, mhandle, request));
 }
@@ -219,11 +218,11 @@ static ncclResult_t cn_close_coll(void *coll_comm)
 static int sge_from_v8(int n, const ncclNetSGE_v8_t *in, struct rw_collnet_sge *out)
 {
 	if (n < 1 || n > RW_COLLNET_MAX_PARTS || !in)
-		return rw_plugin_bad_arg("CollNet iallgather/ireducescatter", "bad number of parts");
+		return rw_plugin_bad_arg("CollNet iallgather/ireducescatter",
+					 "bad number of parts");
 	for (int i = 0; i < n; i++)
-		out[i] = (struct rw_collnet_sge){ .mhandle = in[i].mhandle,
-						  .address = in[i].address,
-						  .size = in[i].size };
+		out[i] = (struct rw_collnet_sge){
+			.mhandle = in[i].mhandle, .address = in[i].address, .size = in[i].size};
 	return 0;
 }
 

@@ -24,25 +24,25 @@
 #include "abi/nccl_net.h"
 #include "common/rw_common.h"
 
-#define NRANKS 3
+#define NRANKS	3
 #define STEP_MS 30000
-#define BIG (1u << 20) /* floats */
+#define BIG	(1u << 20) /* floats */
 
-#define CHECK(cond, ...)                                                                  \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "[v%d rank %d] %s:%d: %s: ", ver, me, __FILE__,   \
-				__LINE__, #cond);                                         \
-			fprintf(stderr, __VA_ARGS__);                                     \
-			fputc('\n', stderr);                                              \
-			fflush(stderr);                                                   \
-			_exit(1);                                                         \
-		}                                                                         \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "[v%d rank %d] %s:%d: %s: ", ver, me, __FILE__, __LINE__,  \
+				#cond);                                                            \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			fflush(stderr);                                                            \
+			_exit(1);                                                                  \
+		}                                                                                  \
 	} while (0)
 
 static const char *so_path;
 static int ver, me;
-static const void *tbl;  /* the ncclCollNet_vN_t */
+static const void *tbl;	 /* the ncclCollNet_vN_t */
 static const void *ntbl; /* the ncclNet_vN_t of the same version */
 static void *ctx, *nctx;
 
@@ -52,56 +52,70 @@ struct shared {
 };
 static struct shared *sh;
 
-#define T6 ((const ncclCollNet_v6_t *)tbl)
-#define T7 ((const ncclCollNet_v7_t *)tbl)
-#define T8 ((const ncclCollNet_v8_t *)tbl)
-#define T9 ((const ncclCollNet_v9_t *)tbl)
+#define T6  ((const ncclCollNet_v6_t *)tbl)
+#define T7  ((const ncclCollNet_v7_t *)tbl)
+#define T8  ((const ncclCollNet_v8_t *)tbl)
+#define T9  ((const ncclCollNet_v9_t *)tbl)
 #define T10 ((const ncclCollNet_v10_t *)tbl)
 #define T11 ((const ncclCollNet_v11_t *)tbl)
 #define T12 ((const ncclCollNet_v12_t *)tbl)
 
 /* A call whose argument list is the same in every version (int and
  * size_t arguments convert). */
-#define CALL(field, ...)                                                                  \
-	(ver == 6   ? T6->field(__VA_ARGS__)                                              \
-	 : ver == 7 ? T7->field(__VA_ARGS__)                                              \
-	 : ver == 8 ? T8->field(__VA_ARGS__)                                              \
-	 : ver == 9 ? T9->field(__VA_ARGS__)                                              \
-	 : ver == 10 ? T10->field(__VA_ARGS__)                                            \
-	 : ver == 11 ? T11->field(__VA_ARGS__)                                            \
+#define CALL(field, ...)                                                                           \
+	(ver == 6    ? T6->field(__VA_ARGS__)                                                      \
+	 : ver == 7  ? T7->field(__VA_ARGS__)                                                      \
+	 : ver == 8  ? T8->field(__VA_ARGS__)                                                      \
+	 : ver == 9  ? T9->field(__VA_ARGS__)                                                      \
+	 : ver == 10 ? T10->field(__VA_ARGS__)                                                     \
+	 : ver == 11 ? T11->field(__VA_ARGS__)                                                     \
 		     : T12->field(__VA_ARGS__))
 
 /* The same for v8+ only (iallgather/ireducescatter exist there). */
-#define SGE_CALL(field, sge, ...)                                                         \
-	(ver == 8    ? T8->field(__VA_ARGS__)                                             \
-	 : ver == 9  ? T9->field(__VA_ARGS__)                                             \
-	 : ver == 10 ? T10->field(__VA_ARGS__)                                            \
-	 : ver == 11 ? T11->field(__VA_ARGS__)                                            \
+#define SGE_CALL(field, sge, ...)                                                                  \
+	(ver == 8    ? T8->field(__VA_ARGS__)                                                      \
+	 : ver == 9  ? T9->field(__VA_ARGS__)                                                      \
+	 : ver == 10 ? T10->field(__VA_ARGS__)                                                     \
+	 : ver == 11 ? T11->field(__VA_ARGS__)                                                     \
 		     : T12->field(__VA_ARGS__))
 
 static ncclResult_t c_init(void)
 {
 	switch (ver) {
-	case 6: return T6->init(NULL);
-	case 7: return T7->init(NULL);
-	case 8: return T8->init(NULL);
-	case 9: return T9->init(NULL);
-	case 10: return T10->init(NULL);
-	case 11: return T11->init(&ctx, 0x5257, NULL);
-	default: return T12->init(&ctx, 0x5257, NULL);
+	case 6:
+		return T6->init(NULL);
+	case 7:
+		return T7->init(NULL);
+	case 8:
+		return T8->init(NULL);
+	case 9:
+		return T9->init(NULL);
+	case 10:
+		return T10->init(NULL);
+	case 11:
+		return T11->init(&ctx, 0x5257, NULL);
+	default:
+		return T12->init(&ctx, 0x5257, NULL);
 	}
 }
 
 static ncclResult_t n_init(void)
 {
 	switch (ver) {
-	case 6: return ((const ncclNet_v6_t *)ntbl)->init(NULL);
-	case 7: return ((const ncclNet_v7_t *)ntbl)->init(NULL);
-	case 8: return ((const ncclNet_v8_t *)ntbl)->init(NULL);
-	case 9: return ((const ncclNet_v9_t *)ntbl)->init(NULL);
-	case 10: return ((const ncclNet_v10_t *)ntbl)->init(NULL, NULL);
-	case 11: return ((const ncclNet_v11_t *)ntbl)->init(&nctx, 1, NULL, NULL, NULL);
-	default: return ((const ncclNet_v12_t *)ntbl)->init(&nctx, 1, NULL, NULL, NULL);
+	case 6:
+		return ((const ncclNet_v6_t *)ntbl)->init(NULL);
+	case 7:
+		return ((const ncclNet_v7_t *)ntbl)->init(NULL);
+	case 8:
+		return ((const ncclNet_v8_t *)ntbl)->init(NULL);
+	case 9:
+		return ((const ncclNet_v9_t *)ntbl)->init(NULL);
+	case 10:
+		return ((const ncclNet_v10_t *)ntbl)->init(NULL, NULL);
+	case 11:
+		return ((const ncclNet_v11_t *)ntbl)->init(&nctx, 1, NULL, NULL, NULL);
+	default:
+		return ((const ncclNet_v12_t *)ntbl)->init(&nctx, 1, NULL, NULL, NULL);
 	}
 }
 
@@ -118,20 +132,48 @@ static void names(const char **cn, const char **net)
 	ncclResult_t a = ncclSuccess, b = ncclSuccess;
 
 	switch (ver) {
-	case 6: a = T6->getProperties(0, &p6); *cn = p6.name;
-		b = ((const ncclNet_v6_t *)ntbl)->getProperties(0, &p6); *net = p6.name; break;
-	case 7: a = T7->getProperties(0, &p7); *cn = p7.name;
-		b = ((const ncclNet_v7_t *)ntbl)->getProperties(0, &p7); *net = p7.name; break;
-	case 8: a = T8->getProperties(0, &p8); *cn = p8.name;
-		b = ((const ncclNet_v8_t *)ntbl)->getProperties(0, &p8); *net = p8.name; break;
-	case 9: a = T9->getProperties(0, &p9); *cn = p9.name;
-		b = ((const ncclNet_v9_t *)ntbl)->getProperties(0, &p9); *net = p9.name; break;
-	case 10: a = T10->getProperties(0, &p10); *cn = p10.name;
-		b = ((const ncclNet_v10_t *)ntbl)->getProperties(0, &p10); *net = p10.name; break;
-	case 11: a = T11->getProperties(0, &p11); *cn = p11.name;
-		b = ((const ncclNet_v11_t *)ntbl)->getProperties(0, &p11); *net = p11.name; break;
-	default: a = T12->getProperties(0, &p12); *cn = p12.name;
-		b = ((const ncclNet_v12_t *)ntbl)->getProperties(0, &p12); *net = p12.name; break;
+	case 6:
+		a = T6->getProperties(0, &p6);
+		*cn = p6.name;
+		b = ((const ncclNet_v6_t *)ntbl)->getProperties(0, &p6);
+		*net = p6.name;
+		break;
+	case 7:
+		a = T7->getProperties(0, &p7);
+		*cn = p7.name;
+		b = ((const ncclNet_v7_t *)ntbl)->getProperties(0, &p7);
+		*net = p7.name;
+		break;
+	case 8:
+		a = T8->getProperties(0, &p8);
+		*cn = p8.name;
+		b = ((const ncclNet_v8_t *)ntbl)->getProperties(0, &p8);
+		*net = p8.name;
+		break;
+	case 9:
+		a = T9->getProperties(0, &p9);
+		*cn = p9.name;
+		b = ((const ncclNet_v9_t *)ntbl)->getProperties(0, &p9);
+		*net = p9.name;
+		break;
+	case 10:
+		a = T10->getProperties(0, &p10);
+		*cn = p10.name;
+		b = ((const ncclNet_v10_t *)ntbl)->getProperties(0, &p10);
+		*net = p10.name;
+		break;
+	case 11:
+		a = T11->getProperties(0, &p11);
+		*cn = p11.name;
+		b = ((const ncclNet_v11_t *)ntbl)->getProperties(0, &p11);
+		*net = p11.name;
+		break;
+	default:
+		a = T12->getProperties(0, &p12);
+		*cn = p12.name;
+		b = ((const ncclNet_v12_t *)ntbl)->getProperties(0, &p12);
+		*net = p12.name;
+		break;
 	}
 	CHECK(a == ncclSuccess && b == ncclSuccess, "getProperties: %d %d", a, b);
 }
@@ -139,13 +181,20 @@ static void names(const char **cn, const char **net)
 static ncclResult_t c_listen(void *handle, void **lc)
 {
 	switch (ver) {
-	case 6: return T6->listen(0, handle, lc);
-	case 7: return T7->listen(0, handle, lc);
-	case 8: return T8->listen(0, handle, lc);
-	case 9: return T9->listen(0, handle, lc);
-	case 10: return T10->listen(0, handle, lc);
-	case 11: return T11->listen(ctx, 0, handle, lc);
-	default: return T12->listen(ctx, 0, handle, lc);
+	case 6:
+		return T6->listen(0, handle, lc);
+	case 7:
+		return T7->listen(0, handle, lc);
+	case 8:
+		return T8->listen(0, handle, lc);
+	case 9:
+		return T9->listen(0, handle, lc);
+	case 10:
+		return T10->listen(0, handle, lc);
+	case 11:
+		return T11->listen(ctx, 0, handle, lc);
+	default:
+		return T12->listen(ctx, 0, handle, lc);
 	}
 }
 
@@ -181,7 +230,7 @@ static float val(int rank, size_t i)
 static void allreduce(void *comm)
 {
 	enum { NREQ = 3 };
-	static const size_t counts[NREQ] = { BIG + 3, 1, 1000 };
+	static const size_t counts[NREQ] = {BIG + 3, 1, 1000};
 	float *buf[NREQ][2];
 	void *mh[NREQ][2], *req[NREQ];
 
@@ -192,13 +241,15 @@ static void allreduce(void *comm)
 			buf[k][j] = malloc(bytes);
 			CHECK(buf[k][j], "malloc");
 			CHECK(CALL(regMr, comm, buf[k][j], bytes, NCCL_PTR_HOST, &mh[k][j]) ==
-				      ncclSuccess, "regMr");
+				      ncclSuccess,
+			      "regMr");
 		}
 		for (size_t i = 0; i < counts[k]; i++)
 			buf[k][0][i] = val(me, i);
 		req[k] = NULL;
 		CHECK(CALL(iallreduce, comm, buf[k][0], buf[k][1], counts[k], ncclFloat32, ncclSum,
-			   mh[k][0], mh[k][1], &req[k]) == ncclSuccess && req[k],
+			   mh[k][0], mh[k][1], &req[k]) == ncclSuccess &&
+			      req[k],
 		      "iallreduce %zu", counts[k]);
 	}
 	for (int k = NREQ - 1; k >= 0; k--) { /* NCCL may test in any order */
@@ -228,18 +279,19 @@ static void allgather(void *comm)
 	unsigned char send[BPR], out[WB];
 	void *smh, *rmh, *req = NULL;
 	int size = -1;
-	ncclNetSGE_v8_t s8 = { 0 };
-	ncclNetSGE_v12_t s12 = { 0 }; /* v9..v12 share this layout */
+	ncclNetSGE_v8_t s8 = {0};
+	ncclNetSGE_v12_t s12 = {0}; /* v9..v12 share this layout */
 
 	for (int i = 0; i < BPR; i++)
 		send[i] = (unsigned char)(me * 100 + i);
 	memset(out, 0xee, sizeof(out));
 	CHECK(CALL(regMr, comm, send, (size_t)BPR, NCCL_PTR_HOST, &smh) == ncclSuccess, "regMr");
 	CHECK(CALL(regMr, comm, out, (size_t)WB, NCCL_PTR_HOST, &rmh) == ncclSuccess, "regMr");
-	s8 = (ncclNetSGE_v8_t){ .mhandle = rmh, .address = out, .size = WB };
-	s12 = (ncclNetSGE_v12_t){ .mhandle = rmh, .address = out, .size = WB };
+	s8 = (ncclNetSGE_v8_t){.mhandle = rmh, .address = out, .size = WB};
+	s12 = (ncclNetSGE_v12_t){.mhandle = rmh, .address = out, .size = WB};
 	CHECK(SGE_CALL(iallgather, 0, comm, send, 1, ver == 8 ? (void *)&s8 : (void *)&s12,
-		       (size_t)BPR, (size_t)WO, (size_t)WB, smh, &req) == ncclSuccess && req,
+		       (size_t)BPR, (size_t)WO, (size_t)WB, smh, &req) == ncclSuccess &&
+		      req,
 	      "iallgather");
 	wait_req(req, &size);
 	for (int g = WO; g < WO + WB; g++) {
@@ -256,8 +308,8 @@ static void reduce_scatter(void *comm)
 {
 	enum { BPR = 100, WO = 50, WB = 200 }; /* in floats */
 	float in[WB], out[BPR];
-	size_t lo = RW_MAX((size_t)me * BPR, (size_t)WO), hi = RW_MIN((size_t)(me + 1) * BPR,
-								      (size_t)(WO + WB));
+	size_t lo = RW_MAX((size_t)me * BPR, (size_t)WO),
+	       hi = RW_MIN((size_t)(me + 1) * BPR, (size_t)(WO + WB));
 	void *smh, *rmh, *req = NULL;
 	ncclNetSGE_v8_t s8;
 	ncclNetSGE_v12_t s12;
@@ -267,11 +319,12 @@ static void reduce_scatter(void *comm)
 		in[i] = val(me, (size_t)(WO + i));
 	CHECK(CALL(regMr, comm, in, sizeof(in), NCCL_PTR_HOST, &smh) == ncclSuccess, "regMr");
 	CHECK(CALL(regMr, comm, out, sizeof(out), NCCL_PTR_HOST, &rmh) == ncclSuccess, "regMr");
-	s8 = (ncclNetSGE_v8_t){ .mhandle = smh, .address = in, .size = sizeof(in) };
-	s12 = (ncclNetSGE_v12_t){ .mhandle = smh, .address = in, .size = sizeof(in) };
+	s8 = (ncclNetSGE_v8_t){.mhandle = smh, .address = in, .size = sizeof(in)};
+	s12 = (ncclNetSGE_v12_t){.mhandle = smh, .address = in, .size = sizeof(in)};
 	CHECK(SGE_CALL(ireducescatter, 0, comm, 1, ver == 8 ? (void *)&s8 : (void *)&s12, out,
 		       BPR * sizeof(float), WO * sizeof(float), WB * sizeof(float), ncclFloat32,
-		       ncclSum, rmh, &req) == ncclSuccess && req,
+		       ncclSum, rmh, &req) == ncclSuccess &&
+		      req,
 	      "ireducescatter");
 	wait_req(req, &size);
 	CHECK(size == (int)((hi - lo) * sizeof(float)), "size %d", size);
@@ -309,8 +362,9 @@ static void child(void)
 	for (int dt = 0; dt < 12; dt++)
 		for (int op = 0; op < 5; op++)
 			CHECK(CALL(reduceSupport, (ncclDataType_t)dt, (ncclRedOp_t)op, &sup) ==
-				      ncclSuccess && sup == 1, "reduceSupport(%d, %d) = %d", dt, op,
-			      sup);
+					      ncclSuccess &&
+				      sup == 1,
+			      "reduceSupport(%d, %d) = %d", dt, op, sup);
 	CHECK(CALL(reduceSupport, (ncclDataType_t)12, ncclSum, &sup) == ncclSuccess && sup == 0,
 	      "reduceSupport of type 12");
 
@@ -394,13 +448,41 @@ static void run_version(int v)
 	assert_int_equal(failed, 0);
 }
 
-static void collnet_v6(void **state) { (void)state; run_version(6); }
-static void collnet_v7(void **state) { (void)state; run_version(7); }
-static void collnet_v8(void **state) { (void)state; run_version(8); }
-static void collnet_v9(void **state) { (void)state; run_version(9); }
-static void collnet_v10(void **state) { (void)state; run_version(10); }
-static void collnet_v11(void **state) { (void)state; run_version(11); }
-static void collnet_v12(void **state) { (void)state; run_version(12); }
+static void collnet_v6(void **state)
+{
+	(void)state;
+	run_version(6);
+}
+static void collnet_v7(void **state)
+{
+	(void)state;
+	run_version(7);
+}
+static void collnet_v8(void **state)
+{
+	(void)state;
+	run_version(8);
+}
+static void collnet_v9(void **state)
+{
+	(void)state;
+	run_version(9);
+}
+static void collnet_v10(void **state)
+{
+	(void)state;
+	run_version(10);
+}
+static void collnet_v11(void **state)
+{
+	(void)state;
+	run_version(11);
+}
+static void collnet_v12(void **state)
+{
+	(void)state;
+	run_version(12);
+}
 
 int main(int argc, char **argv)
 {

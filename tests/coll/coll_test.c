@@ -28,8 +28,7 @@ struct rw_coll_comm *coll_of(struct rw_comm *w)
 /* A listening socket on 127.0.0.1, any port. */
 static int bind_any(int *port)
 {
-	struct sockaddr_in in = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(in);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -95,7 +94,7 @@ static int reap(pid_t *pids, int n, int timeout_s, int *codes)
  * die of them instead, so the parent sees the signal. */
 static void child_signals(void)
 {
-	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	static const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
 	for (size_t i = 0; i < RW_ARRAY_SIZE(sigs); i++)
 		signal(sigs[i], SIG_DFL);
@@ -123,13 +122,16 @@ int coll_fork(int nranks, const char *const *env, coll_fn fn, void *arg, int tim
 	return coll_fork_codes(nranks, env, fn, arg, timeout_s, NULL);
 }
 
-int coll_fork_codes(int nranks, const char *const *env, coll_fn fn, void *arg,
-		    int timeout_s, int *codes)
+int coll_fork_codes(int nranks, const char *const *env, coll_fn fn, void *arg, int timeout_s,
+		    int *codes)
 {
 	static const char *const defaults[] = {
-		"RINGWAY_TRANSPORT", "socket",
-		"RINGWAY_SOCKET_IFNAME", "lo",
-		"RINGWAY_TIMEOUT_MS", "10000",
+		"RINGWAY_TRANSPORT",
+		"socket",
+		"RINGWAY_SOCKET_IFNAME",
+		"lo",
+		"RINGWAY_TIMEOUT_MS",
+		"10000",
 		NULL,
 	};
 	const char *pairs[2 * MAX_ENV + 1];
@@ -155,9 +157,11 @@ int coll_fork_codes(int nranks, const char *const *env, coll_fn fn, void *arg,
 		if (pids[r] == 0) {
 			struct rw_config cfg;
 			struct rw_comm *w = NULL;
-			struct rw_world_args a = { .nranks = nranks, .rank = r, .root = root,
-						   .listen_fd = r == 0 ? lfd : -1,
-						   .cfg = &cfg };
+			struct rw_world_args a = {.nranks = nranks,
+						  .rank = r,
+						  .root = root,
+						  .listen_fd = r == 0 ? lfd : -1,
+						  .cfg = &cfg};
 			int rc;
 
 			child_signals();
@@ -233,22 +237,45 @@ static void put(void *buf, size_t i, enum rw_dtype dt, int v)
 	uint32_t fb;
 
 	switch (dt) {
-	case RW_DTYPE_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-	case RW_DTYPE_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-	case RW_DTYPE_INT32: ((int32_t *)buf)[i] = v; break;
-	case RW_DTYPE_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-	case RW_DTYPE_INT64: ((int64_t *)buf)[i] = v; break;
-	case RW_DTYPE_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-	case RW_DTYPE_FLOAT32: ((float *)buf)[i] = f; break;
-	case RW_DTYPE_FLOAT64: ((double *)buf)[i] = v; break;
-	case RW_DTYPE_FLOAT16: ((uint16_t *)buf)[i] = (uint16_t)mini(v, 5, 10, 15); break;
+	case RW_DTYPE_INT8:
+		((int8_t *)buf)[i] = (int8_t)v;
+		break;
+	case RW_DTYPE_UINT8:
+		((uint8_t *)buf)[i] = (uint8_t)v;
+		break;
+	case RW_DTYPE_INT32:
+		((int32_t *)buf)[i] = v;
+		break;
+	case RW_DTYPE_UINT32:
+		((uint32_t *)buf)[i] = (uint32_t)v;
+		break;
+	case RW_DTYPE_INT64:
+		((int64_t *)buf)[i] = v;
+		break;
+	case RW_DTYPE_UINT64:
+		((uint64_t *)buf)[i] = (uint64_t)v;
+		break;
+	case RW_DTYPE_FLOAT32:
+		((float *)buf)[i] = f;
+		break;
+	case RW_DTYPE_FLOAT64:
+		((double *)buf)[i] = v;
+		break;
+	case RW_DTYPE_FLOAT16:
+		((uint16_t *)buf)[i] = (uint16_t)mini(v, 5, 10, 15);
+		break;
 	case RW_DTYPE_BFLOAT16:
 		memcpy(&fb, &f, 4);
 		((uint16_t *)buf)[i] = (uint16_t)(fb >> 16);
 		break;
-	case RW_DTYPE_FLOAT8E4M3: ((uint8_t *)buf)[i] = (uint8_t)mini(v, 4, 3, 7); break;
-	case RW_DTYPE_FLOAT8E5M2: ((uint8_t *)buf)[i] = (uint8_t)mini(v, 5, 2, 15); break;
-	default: break;
+	case RW_DTYPE_FLOAT8E4M3:
+		((uint8_t *)buf)[i] = (uint8_t)mini(v, 4, 3, 7);
+		break;
+	case RW_DTYPE_FLOAT8E5M2:
+		((uint8_t *)buf)[i] = (uint8_t)mini(v, 5, 2, 15);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -259,7 +286,7 @@ static bool is_unsigned(enum rw_dtype dt)
 
 static int value(size_t i, enum rw_dtype dt, enum rw_op op, int rank, uint64_t seed)
 {
-	static const int prod_s[] = { 1, -1, 2, 1 }, prod_u[] = { 1, 2, 1, 1 };
+	static const int prod_s[] = {1, -1, 2, 1}, prod_u[] = {1, 2, 1, 1};
 	uint64_t h = mix(seed * 1000003u + (uint64_t)rank * 7919u + i);
 
 	switch (op) {
@@ -273,8 +300,7 @@ static int value(size_t i, enum rw_dtype dt, enum rw_op op, int rank, uint64_t s
 	}
 }
 
-void coll_fill(void *buf, size_t count, enum rw_dtype dt, enum rw_op op, int rank,
-	       uint64_t seed)
+void coll_fill(void *buf, size_t count, enum rw_dtype dt, enum rw_op op, int rank, uint64_t seed)
 {
 	for (size_t i = 0; i < count; i++)
 		put(buf, i, dt, value(i, dt, op, rank, seed));
@@ -296,8 +322,7 @@ void coll_reference(void *ref, size_t count, enum rw_dtype dt, enum rw_op op, in
 	free(tmp);
 }
 
-bool coll_same(const char *what, const void *got, const void *want, size_t count,
-	       enum rw_dtype dt)
+bool coll_same(const char *what, const void *got, const void *want, size_t count, enum rw_dtype dt)
 {
 	size_t es = rw_dtype_size(dt);
 

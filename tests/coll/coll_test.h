@@ -32,13 +32,12 @@ typedef int (*coll_fn)(struct rw_comm *w, int rank, int nranks, void *arg);
  * the tests' defaults (socket transport on lo, 10 s timeout), or NULL.
  * \return number of ranks that failed (0 = all passed).
  */
-int coll_fork(int nranks, const char *const *env, coll_fn fn, void *arg,
-	      int timeout_s);
+int coll_fork(int nranks, const char *const *env, coll_fn fn, void *arg, int timeout_s);
 
 /** As coll_fork(), reporting each rank's end in codes[]: its exit code, or
  *  128 + the signal that killed it. */
-int coll_fork_codes(int nranks, const char *const *env, coll_fn fn, void *arg,
-		    int timeout_s, int *codes);
+int coll_fork_codes(int nranks, const char *const *env, coll_fn fn, void *arg, int timeout_s,
+		    int *codes);
 
 /** As coll_fork(), with fn called without a communicator (it makes its own):
  *  the rendezvous is "127.0.0.1:<port>" in *root. */
@@ -46,16 +45,14 @@ typedef int (*coll_raw_fn)(const char *root, int rank, int nranks, void *arg);
 int coll_fork_raw(int nranks, coll_raw_fn fn, void *arg, int timeout_s);
 
 /** Fill count elements for rank with values suited to op (see above). */
-void coll_fill(void *buf, size_t count, enum rw_dtype dt, enum rw_op op, int rank,
-	       uint64_t seed);
+void coll_fill(void *buf, size_t count, enum rw_dtype dt, enum rw_op op, int rank, uint64_t seed);
 
 /** ref = op over nranks of coll_fill(rank) (avg: sum, then divided). */
-void coll_reference(void *ref, size_t count, enum rw_dtype dt, enum rw_op op,
-		    int nranks, uint64_t seed);
+void coll_reference(void *ref, size_t count, enum rw_dtype dt, enum rw_op op, int nranks,
+		    uint64_t seed);
 
 /** Compare; on a mismatch print the first bad element to stderr. */
-bool coll_same(const char *what, const void *got, const void *want, size_t count,
-	       enum rw_dtype dt);
+bool coll_same(const char *what, const void *got, const void *want, size_t count, enum rw_dtype dt);
 
 /** The communicator's engine comm. */
 struct rw_coll_comm *coll_of(struct rw_comm *w);

@@ -17,9 +17,9 @@
 #include "coll_test.h"
 #include "common/rw_common.h"
 
-#define VICTIM 2
+#define VICTIM	   2
 #define TIMEOUT_MS 5000
-#define COUNT (1u << 20) /* 4 MiB of floats: many chunks in flight */
+#define COUNT	   (1u << 20) /* 4 MiB of floats: many chunks in flight */
 
 static int setup(void **state)
 {
@@ -56,8 +56,12 @@ static int killed(struct rw_comm *w, int rank, int p, void *arg)
 {
 	struct rw_coll_comm *c = coll_of(w);
 	float *buf = calloc(COUNT, sizeof(float));
-	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = buf, .recvbuf = buf,
-				  .count = COUNT, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+				 .sendbuf = buf,
+				 .recvbuf = buf,
+				 .count = COUNT,
+				 .dtype = RW_DTYPE_FLOAT32,
+				 .op = RW_OP_SUM};
 
 	(void)arg;
 	(void)p;
@@ -102,8 +106,8 @@ static int killed(struct rw_comm *w, int rank, int p, void *arg)
 
 static void a_killed_rank_is_named_by_every_rank(void **state)
 {
-	static const char *const env[] = { "RINGWAY_TIMEOUT_MS", "5000",
-					   "RINGWAY_CHUNK_BYTES", "64K", NULL };
+	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "5000", "RINGWAY_CHUNK_BYTES",
+					  "64K", NULL};
 	int codes[4];
 
 	(void)state;
@@ -117,9 +121,13 @@ static void a_killed_rank_is_named_by_every_rank(void **state)
 static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 {
 	struct rw_coll_comm *c = coll_of(w);
-	float buf[1000] = { 0 };
-	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = buf, .recvbuf = buf,
-				  .count = 1000, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+	float buf[1000] = {0};
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+				 .sendbuf = buf,
+				 .recvbuf = buf,
+				 .count = 1000,
+				 .dtype = RW_DTYPE_FLOAT32,
+				 .op = RW_OP_SUM};
 	uint64_t t0;
 	int rc;
 
@@ -153,7 +161,7 @@ static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 
 static void a_stalled_rank_times_out(void **state)
 {
-	static const char *const env[] = { "RINGWAY_TIMEOUT_MS", "1500", NULL };
+	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "1500", NULL};
 
 	(void)state;
 	assert_int_equal(coll_fork(3, env, stalled, NULL, 60), 0);
@@ -164,9 +172,13 @@ static void a_stalled_rank_times_out(void **state)
 static int idle(struct rw_comm *w, int rank, int p, void *arg)
 {
 	struct rw_coll_comm *c = coll_of(w);
-	float buf[3] = { 1, 2, 3 };
-	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = buf, .recvbuf = buf,
-				  .count = 3, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+	float buf[3] = {1, 2, 3};
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+				 .sendbuf = buf,
+				 .recvbuf = buf,
+				 .count = 3,
+				 .dtype = RW_DTYPE_FLOAT32,
+				 .op = RW_OP_SUM};
 
 	(void)arg;
 	for (int it = 0; it < 3; it++) {
@@ -180,7 +192,7 @@ static int idle(struct rw_comm *w, int rank, int p, void *arg)
 
 static void idle_time_longer_than_the_timeout(void **state)
 {
-	static const char *const env[] = { "RINGWAY_TIMEOUT_MS", "1000", NULL };
+	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "1000", NULL};
 
 	(void)state;
 	assert_int_equal(coll_fork(3, env, idle, NULL, 60), 0);

@@ -44,8 +44,8 @@ static void *xmalloc(size_t n)
 	return p;
 }
 
-static int report(int rc, const char *what, int rank, size_t count, enum rw_dtype dt,
-		  enum rw_op op, bool inplace)
+static int report(int rc, const char *what, int rank, size_t count, enum rw_dtype dt, enum rw_op op,
+		  bool inplace)
 {
 	fprintf(stderr, "rank %d: %s %s %s count %zu %s: %s\n", rank, what, rw_dtype_name(dt),
 		rw_op_name(op), count, inplace ? "in place" : "out of place",
@@ -53,14 +53,18 @@ static int report(int rc, const char *what, int rank, size_t count, enum rw_dtyp
 	return 1;
 }
 
-static int check_allreduce(struct rw_coll_comm *c, int rank, int p, size_t count,
-			   enum rw_dtype dt, enum rw_op op, bool inplace, uint64_t seed)
+static int check_allreduce(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
+			   enum rw_op op, bool inplace, uint64_t seed)
 {
 	size_t es = rw_dtype_size(dt);
 	char *src = xmalloc(count * es), *dst = inplace ? src : xmalloc(count * es);
 	char *ref = xmalloc(count * es);
-	struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .sendbuf = src, .recvbuf = dst,
-				  .count = count, .dtype = dt, .op = op };
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+				 .sendbuf = src,
+				 .recvbuf = dst,
+				 .count = count,
+				 .dtype = dt,
+				 .op = op};
 	int rc, bad = 0;
 
 	coll_fill(src, count, dt, op, rank, seed);
@@ -81,8 +85,12 @@ static int check_reduce_scatter(struct rw_coll_comm *c, int rank, int p, size_t 
 	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
 	char *src = xmalloc(full * es), *ref = xmalloc(full * es);
 	char *dst = inplace ? src + (size_t)rank * count * es : xmalloc(count * es);
-	struct rw_coll_args a = { .kind = RW_COLL_REDUCE_SCATTER, .sendbuf = src,
-				  .recvbuf = dst, .count = count, .dtype = dt, .op = op };
+	struct rw_coll_args a = {.kind = RW_COLL_REDUCE_SCATTER,
+				 .sendbuf = src,
+				 .recvbuf = dst,
+				 .count = count,
+				 .dtype = dt,
+				 .op = op};
 	int rc, bad = 0;
 
 	coll_fill(src, full, dt, op, rank, seed);
@@ -97,14 +105,17 @@ static int check_reduce_scatter(struct rw_coll_comm *c, int rank, int p, size_t 
 	return bad;
 }
 
-static int check_allgather(struct rw_coll_comm *c, int rank, int p, size_t count,
-			   enum rw_dtype dt, bool inplace, uint64_t seed)
+static int check_allgather(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
+			   bool inplace, uint64_t seed)
 {
 	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
 	char *dst = xmalloc(full * es), *ref = xmalloc(full * es);
 	char *src = inplace ? dst + (size_t)rank * count * es : xmalloc(count * es);
-	struct rw_coll_args a = { .kind = RW_COLL_ALLGATHER, .sendbuf = src, .recvbuf = dst,
-				  .count = count, .dtype = dt };
+	struct rw_coll_args a = {.kind = RW_COLL_ALLGATHER,
+				 .sendbuf = src,
+				 .recvbuf = dst,
+				 .count = count,
+				 .dtype = dt};
 	int rc, bad = 0;
 
 	for (int r = 0; r < p; r++)
@@ -125,8 +136,11 @@ static int check_broadcast(struct rw_coll_comm *c, int rank, size_t count, enum 
 {
 	size_t es = rw_dtype_size(dt);
 	char *dst = xmalloc(count * es), *ref = xmalloc(count * es), *src = NULL;
-	struct rw_coll_args a = { .kind = RW_COLL_BROADCAST, .recvbuf = dst, .count = count,
-				  .dtype = dt, .root = root };
+	struct rw_coll_args a = {.kind = RW_COLL_BROADCAST,
+				 .recvbuf = dst,
+				 .count = count,
+				 .dtype = dt,
+				 .root = root};
 	int rc, bad = 0;
 
 	if (rank == root) {
@@ -149,7 +163,7 @@ static int check_broadcast(struct rw_coll_comm *c, int rank, size_t count, enum 
 
 static int every_dtype_op(struct rw_comm *w, int rank, int p, void *arg)
 {
-	static const size_t counts[] = { 0, 1, 2, 7, 1000 }; /* 2 < p = 3 */
+	static const size_t counts[] = {0, 1, 2, 7, 1000}; /* 2 < p = 3 */
 	struct rw_coll_comm *c = coll_of(w);
 	enum rw_coll_kind kind = *(enum rw_coll_kind *)arg;
 	uint64_t seed = 1;
@@ -160,8 +174,8 @@ static int every_dtype_op(struct rw_comm *w, int rank, int p, void *arg)
 			for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
 				for (int ip = 0; ip < 2; ip++, seed++) {
 					if (kind == RW_COLL_ALLREDUCE)
-						bad += check_allreduce(c, rank, p, counts[i], dt, op,
-								       ip, seed);
+						bad += check_allreduce(c, rank, p, counts[i], dt,
+								       op, ip, seed);
 					else if (counts[i] <= 7) /* recvcount */
 						bad += check_reduce_scatter(c, rank, p, counts[i],
 									    dt, op, ip, seed);
@@ -190,7 +204,7 @@ static void reduce_scatter_every_dtype_and_op(void **state)
 
 static int gather_and_bcast(struct rw_comm *w, int rank, int p, void *arg)
 {
-	static const size_t counts[] = { 0, 1, 2, 333, 1001 };
+	static const size_t counts[] = {0, 1, 2, 333, 1001};
 	struct rw_coll_comm *c = coll_of(w);
 	uint64_t seed = 100;
 	int bad = 0;
@@ -219,14 +233,14 @@ static void allgather_and_broadcast_every_dtype(void **state)
 static int shapes(struct rw_comm *w, int rank, int p, void *arg)
 {
 	const size_t large = *(const size_t *)arg;
-	const size_t counts[] = { 0, 1, (size_t)p - 1, 2 * (size_t)p + 1, large };
+	const size_t counts[] = {0, 1, (size_t)p - 1, 2 * (size_t)p + 1, large};
 	static const struct {
 		enum rw_dtype dt;
 		enum rw_op op;
 	} combos[] = {
-		{ RW_DTYPE_FLOAT32, RW_OP_SUM },
-		{ RW_DTYPE_INT32, RW_OP_MAX },
-		{ RW_DTYPE_BFLOAT16, RW_OP_AVG },
+		{RW_DTYPE_FLOAT32, RW_OP_SUM},
+		{RW_DTYPE_INT32, RW_OP_MAX},
+		{RW_DTYPE_BFLOAT16, RW_OP_AVG},
 	};
 	struct rw_coll_comm *c = coll_of(w);
 	uint64_t seed = 1000;
@@ -246,8 +260,8 @@ static int shapes(struct rw_comm *w, int rank, int p, void *arg)
 				bad += check_allreduce(c, rank, p, n, dt, op, ip, seed);
 				bad += check_reduce_scatter(c, rank, p, n / (size_t)p + (n == 1),
 							    dt, op, ip, seed);
-				bad += check_allgather(c, rank, p, n / (size_t)p + (n == 1), dt,
-						       ip, seed);
+				bad += check_allgather(c, rank, p, n / (size_t)p + (n == 1), dt, ip,
+						       seed);
 				bad += check_broadcast(c, rank, n, dt, (int)(seed % (size_t)p), ip,
 						       seed);
 			}
@@ -260,7 +274,7 @@ static void one_to_five_ranks(void **state)
 {
 	/* 300001 floats in 16 KiB chunks: a segment has 15-75 chunks, more
 	 * than the 8 staging slots of a channel */
-	static const char *const env[] = { "RINGWAY_CHUNK_BYTES", "16K", NULL };
+	static const char *const env[] = {"RINGWAY_CHUNK_BYTES", "16K", NULL};
 	size_t large = 300001;
 
 	(void)state;
@@ -270,8 +284,8 @@ static void one_to_five_ranks(void **state)
 
 static void three_channels_small_chunks(void **state)
 {
-	static const char *const env[] = { "RINGWAY_CHUNK_BYTES", "4K",
-					   "RINGWAY_NCHANNELS", "3", NULL };
+	static const char *const env[] = {"RINGWAY_CHUNK_BYTES", "4K", "RINGWAY_NCHANNELS", "3",
+					  NULL};
 	size_t large = 100003;
 
 	(void)state;
@@ -280,7 +294,7 @@ static void three_channels_small_chunks(void **state)
 
 static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
 {
-	static const size_t counts[] = { 0, 1, 2, 7, 100003 };
+	static const size_t counts[] = {0, 1, 2, 7, 100003};
 	struct rw_coll_comm *c = coll_of(w);
 	uint64_t seed = 5000;
 	int bad = 0;
@@ -296,8 +310,8 @@ static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
 					       ip, seed);
 			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_FLOAT16, RW_OP_AVG,
 					       ip, seed);
-			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_UINT8, RW_OP_MIN,
-					       ip, seed);
+			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_UINT8, RW_OP_MIN, ip,
+					       seed);
 		}
 	}
 	/* the other collectives run on the ring of a ps comm */
@@ -308,8 +322,7 @@ static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
 
 static void parameter_server_baseline(void **state)
 {
-	static const char *const env[] = { "RINGWAY_ALGO", "ps", "RINGWAY_CHUNK_BYTES", "16K",
-					   NULL };
+	static const char *const env[] = {"RINGWAY_ALGO", "ps", "RINGWAY_CHUNK_BYTES", "16K", NULL};
 
 	(void)state;
 	assert_int_equal(coll_fork(4, env, ps_sweep, NULL, 120), 0);
@@ -327,8 +340,10 @@ static int queue(struct rw_comm *w, int rank, int p, void *arg)
 
 	(void)arg;
 	for (int i = 0; i < N; i++) {
-		struct rw_coll_args a = { .kind = RW_COLL_ALLREDUCE, .count = COUNT,
-					  .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM };
+		struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+					 .count = COUNT,
+					 .dtype = RW_DTYPE_FLOAT32,
+					 .op = RW_OP_SUM};
 
 		buf[i] = xmalloc(COUNT * sizeof(float));
 		coll_fill(buf[i], COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 77 + (uint64_t)i);
@@ -385,15 +400,24 @@ static int windows(struct rw_comm *w, int rank, int p, void *arg)
 	out = xmalloc(space * 4);
 	coll_fill(in, space, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 9);
 	coll_reference(ref, space, RW_DTYPE_FLOAT32, RW_OP_SUM, p, 9);
-	rc = rw_coll_run(c, &(struct rw_coll_args){
-		.kind = RW_COLL_REDUCE_SCATTER, .sendbuf = in, .recvbuf = out, .count = 0,
-		.dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM, .seg_off = off, .seg_count = cnt });
+	rc = rw_coll_run(c, &(struct rw_coll_args){.kind = RW_COLL_REDUCE_SCATTER,
+						   .sendbuf = in,
+						   .recvbuf = out,
+						   .count = 0,
+						   .dtype = RW_DTYPE_FLOAT32,
+						   .op = RW_OP_SUM,
+						   .seg_off = off,
+						   .seg_count = cnt});
 	bad += rc || !coll_same("windowed reduce-scatter", out, ref + off[rank], cnt[rank],
 				RW_DTYPE_FLOAT32);
 	/* allgather: rank r contributes its reduced segment */
-	rc = rw_coll_run(c, &(struct rw_coll_args){
-		.kind = RW_COLL_ALLGATHER, .sendbuf = out, .recvbuf = in, .count = 0,
-		.dtype = RW_DTYPE_FLOAT32, .seg_off = off, .seg_count = cnt });
+	rc = rw_coll_run(c, &(struct rw_coll_args){.kind = RW_COLL_ALLGATHER,
+						   .sendbuf = out,
+						   .recvbuf = in,
+						   .count = 0,
+						   .dtype = RW_DTYPE_FLOAT32,
+						   .seg_off = off,
+						   .seg_count = cnt});
 	bad += rc || !coll_same("windowed allgather", in, ref, space, RW_DTYPE_FLOAT32);
 	free(in);
 	free(ref);
@@ -418,15 +442,35 @@ static int bad_calls(struct rw_comm *w, int rank, int p, void *arg)
 	(void)p;
 	(void)rank;
 	rw_test_log_expect("coll: rank");
-	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE, .sendbuf = &x,
-		.recvbuf = &x, .count = 1, .dtype = (enum rw_dtype)12 }, &req) != -EINVAL;
-	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE, .sendbuf = &x,
-		.recvbuf = &x, .count = 1, .dtype = RW_DTYPE_FLOAT32, .op = (enum rw_op)5 },
-		&req) != -EINVAL;
-	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_BROADCAST, .sendbuf = &x,
-		.recvbuf = &x, .count = 1, .dtype = RW_DTYPE_FLOAT32, .root = 3 }, &req) != -EINVAL;
-	bad += rw_coll_start(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE,
-		.recvbuf = &x, .count = 1, .dtype = RW_DTYPE_FLOAT32 }, &req) != -EINVAL;
+	bad += rw_coll_start(c,
+			     &(struct rw_coll_args){.kind = RW_COLL_ALLREDUCE,
+						    .sendbuf = &x,
+						    .recvbuf = &x,
+						    .count = 1,
+						    .dtype = (enum rw_dtype)12},
+			     &req) != -EINVAL;
+	bad += rw_coll_start(c,
+			     &(struct rw_coll_args){.kind = RW_COLL_ALLREDUCE,
+						    .sendbuf = &x,
+						    .recvbuf = &x,
+						    .count = 1,
+						    .dtype = RW_DTYPE_FLOAT32,
+						    .op = (enum rw_op)5},
+			     &req) != -EINVAL;
+	bad += rw_coll_start(c,
+			     &(struct rw_coll_args){.kind = RW_COLL_BROADCAST,
+						    .sendbuf = &x,
+						    .recvbuf = &x,
+						    .count = 1,
+						    .dtype = RW_DTYPE_FLOAT32,
+						    .root = 3},
+			     &req) != -EINVAL;
+	bad += rw_coll_start(c,
+			     &(struct rw_coll_args){.kind = RW_COLL_ALLREDUCE,
+						    .recvbuf = &x,
+						    .count = 1,
+						    .dtype = RW_DTYPE_FLOAT32},
+			     &req) != -EINVAL;
 	bad += req != NULL; /* untouched on failure */
 	/* the comm still works */
 	bad += check_allreduce(c, rank, p, 3, RW_DTYPE_FLOAT32, RW_OP_SUM, false, 3);
@@ -457,8 +501,12 @@ static int device(struct rw_comm *w, int rank, int p, void *arg)
 	coll_fill(h, COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 31);
 	coll_reference(ref, COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, p, 31);
 	bad += rw_cuda_memcpy(d, h, COUNT * 4) != 0;
-	bad += rw_coll_run(c, &(struct rw_coll_args){ .kind = RW_COLL_ALLREDUCE, .sendbuf = d,
-		.recvbuf = d, .count = COUNT, .dtype = RW_DTYPE_FLOAT32, .op = RW_OP_SUM }) != 0;
+	bad += rw_coll_run(c, &(struct rw_coll_args){.kind = RW_COLL_ALLREDUCE,
+						     .sendbuf = d,
+						     .recvbuf = d,
+						     .count = COUNT,
+						     .dtype = RW_DTYPE_FLOAT32,
+						     .op = RW_OP_SUM}) != 0;
 	bad += rw_cuda_memcpy(h, d, COUNT * 4) != 0;
 	bad += !coll_same("device allreduce", h, ref, COUNT, RW_DTYPE_FLOAT32);
 	rw_cuda_free(d);
@@ -469,7 +517,7 @@ static int device(struct rw_comm *w, int rank, int p, void *arg)
 
 static void device_buffers(void **state)
 {
-	static const char *const env[] = { "RINGWAY_CHUNK_BYTES", "64K", NULL };
+	static const char *const env[] = {"RINGWAY_CHUNK_BYTES", "64K", NULL};
 	int ngpu = 0;
 
 	(void)state;
@@ -483,7 +531,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(allreduce_every_dtype_and_op, setup, teardown),
 		cmocka_unit_test_setup_teardown(reduce_scatter_every_dtype_and_op, setup, teardown),
-		cmocka_unit_test_setup_teardown(allgather_and_broadcast_every_dtype, setup, teardown),
+		cmocka_unit_test_setup_teardown(allgather_and_broadcast_every_dtype, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(one_to_five_ranks, setup, teardown),
 		cmocka_unit_test_setup_teardown(three_channels_small_chunks, setup, teardown),
 		cmocka_unit_test_setup_teardown(parameter_server_baseline, setup, teardown),

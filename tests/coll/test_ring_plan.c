@@ -25,11 +25,11 @@ struct wire_msg {
 
 struct sim_rank {
 	struct rw_ring_plan plan;
-	uint64_t *out;      /* the output buffer, as masks */
-	int *writes;        /* times each output element was written */
-	uint64_t **fwd;     /* per (round, step): what a processed receive holds */
-	int *want_fwd;      /* per (round, step): the receive says it is forwarded */
-	int *nfwd;          /* per (round, step): sends that forwarded it */
+	uint64_t *out;	/* the output buffer, as masks */
+	int *writes;	/* times each output element was written */
+	uint64_t **fwd; /* per (round, step): what a processed receive holds */
+	int *want_fwd;	/* per (round, step): the receive says it is forwarded */
+	int *nfwd;	/* per (round, step): sends that forwarded it */
 	struct rw_ring_pos spos, rpos;
 	bool smore, rmore;
 	struct rw_ring_pos last_recv; /* order check */
@@ -42,8 +42,8 @@ struct sim {
 	int nranks, nch, root;
 	size_t count, chunk;
 	size_t *seg_off, *seg_cnt;
-	size_t space;         /* elements of the element space */
-	size_t rounds;        /* of the channel being run */
+	size_t space;  /* elements of the element space */
+	size_t rounds; /* of the channel being run */
 	struct sim_rank r[MAXR];
 	/* sent by rank r on the channel, in order; read up to wire_rd */
 	struct wire_msg *wire[MAXR];
@@ -106,7 +106,7 @@ static int try_send(struct sim *s, int r, int ch)
 		memcpy(payload, sr->fwd[key(s, sr, m.from)], m.count * sizeof(*payload));
 		sr->nfwd[key(s, sr, m.from)]++;
 	}
-	s->wire[r][s->wire_n[r]++] = (struct wire_msg){ .m = m, .payload = payload };
+	s->wire[r][s->wire_n[r]++] = (struct wire_msg){.m = m, .payload = payload};
 	sr->sent++;
 	sr->smore = rw_ring_plan_send_next(p, ch, &sr->spos);
 	return 1;
@@ -284,13 +284,17 @@ static void check_result(const struct sim *s)
 	}
 }
 
-static void simulate(enum rw_ring_kind kind, int nranks, size_t count, int nch,
-		     size_t chunk, int root)
+static void simulate(enum rw_ring_kind kind, int nranks, size_t count, int nch, size_t chunk,
+		     int root)
 {
-	struct sim s = { .kind = kind, .nranks = nranks, .nch = nch,
-			 .root = root, .count = count, .chunk = chunk };
+	struct sim s = {.kind = kind,
+			.nranks = nranks,
+			.nch = nch,
+			.root = root,
+			.count = count,
+			.chunk = chunk};
 	int nseg = kind == RW_RING_BROADCAST ? 1 : nranks;
-	size_t off[MAXR] = { 0 }, cnt[MAXR] = { 0 };
+	size_t off[MAXR] = {0}, cnt[MAXR] = {0};
 
 	if (kind == RW_RING_ALLREDUCE || kind == RW_RING_BROADCAST) {
 		rw_ring_split(count, nseg, off, cnt);
@@ -306,9 +310,14 @@ static void simulate(enum rw_ring_kind kind, int nranks, size_t count, int nch,
 	s.space = off[nseg - 1] + cnt[nseg - 1];
 	for (int r = 0; r < nranks; r++) {
 		struct rw_ring_plan_args a = {
-			.kind = kind, .nranks = nranks, .rank = r, .root = root,
-			.nchannels = nch, .chunk_elems = chunk,
-			.seg_off = off, .seg_count = cnt,
+			.kind = kind,
+			.nranks = nranks,
+			.rank = r,
+			.root = root,
+			.nchannels = nch,
+			.chunk_elems = chunk,
+			.seg_off = off,
+			.seg_count = cnt,
 		};
 
 		assert_int_equal(rw_ring_plan_init(&s.r[r].plan, &a), 0);
@@ -327,8 +336,8 @@ static void simulate(enum rw_ring_kind kind, int nranks, size_t count, int nch,
 	}
 }
 
-static const size_t counts[] = { 0, 1, 2, 3, 4, 5, 7, 13, 64, 101, 1000 };
-static const size_t chunks[] = { 1, 3, 16, 1 << 20 };
+static const size_t counts[] = {0, 1, 2, 3, 4, 5, 7, 13, 64, 101, 1000};
+static const size_t chunks[] = {1, 3, 16, 1 << 20};
 
 static void sweep(enum rw_ring_kind kind)
 {
@@ -376,9 +385,13 @@ static void allreduce_traffic_is_optimal(void **state)
 	for (int r = 0; r < 5; r++) {
 		struct rw_ring_plan p;
 		struct rw_ring_plan_args a = {
-			.kind = RW_RING_ALLREDUCE, .nranks = 5, .rank = r,
-			.nchannels = 2, .chunk_elems = 7,
-			.seg_off = off, .seg_count = cnt,
+			.kind = RW_RING_ALLREDUCE,
+			.nranks = 5,
+			.rank = r,
+			.nchannels = 2,
+			.chunk_elems = 7,
+			.seg_off = off,
+			.seg_count = cnt,
 		};
 		size_t total = 0;
 
@@ -404,8 +417,13 @@ static void split_and_bad_arguments(void **state)
 	size_t off[4], cnt[4];
 	struct rw_ring_plan p;
 	struct rw_ring_plan_args a = {
-		.kind = RW_RING_ALLREDUCE, .nranks = 4, .rank = 0,
-		.nchannels = 1, .chunk_elems = 1, .seg_off = off, .seg_count = cnt,
+		.kind = RW_RING_ALLREDUCE,
+		.nranks = 4,
+		.rank = 0,
+		.nchannels = 1,
+		.chunk_elems = 1,
+		.seg_off = off,
+		.seg_count = cnt,
 	};
 
 	(void)state;

@@ -23,23 +23,23 @@ enum perf_coll {
 
 struct perf_opts {
 	size_t minbytes, maxbytes, stepbytes;
-	double stepfactor;        /* used when stepbytes is 0 */
+	double stepfactor; /* used when stepbytes is 0 */
 	int iters, warmup;
 	int check;
-	int dtype;                /* rw_dtype_t, or -1 for all */
-	int op;                   /* rw_op_t, or -1 for all */
-	const char *algo;         /* "ring", "ps", or NULL: RINGWAY_ALGO */
+	int dtype;	  /* rw_dtype_t, or -1 for all */
+	int op;		  /* rw_op_t, or -1 for all */
+	const char *algo; /* "ring", "ps", or NULL: RINGWAY_ALGO */
 	enum perf_coll coll;
-	int local;                /* --local N, else 0 */
-	bool device;              /* --mem device */
-	int root;                 /* broadcast */
+	int local;   /* --local N, else 0 */
+	bool device; /* --mem device */
+	int root;    /* broadcast */
 };
 
 /** How this process learned its rank. */
 struct perf_ranks {
 	int rank, nranks;
-	char root[300];           /* rendezvous "host:port", or "" for the default */
-	const char *how;          /* "--local", "mpirun", "torchrun", "single" */
+	char root[300];	 /* rendezvous "host:port", or "" for the default */
+	const char *how; /* "--local", "mpirun", "torchrun", "single" */
 };
 
 /* perf_launch.c */
@@ -61,9 +61,9 @@ int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), v
 /* perf_data.c */
 
 size_t perf_dtype_size(int dtype);
-const char *perf_dtype_name(int dtype);   /* nccl-tests' names: "float", "half" */
+const char *perf_dtype_name(int dtype); /* nccl-tests' names: "float", "half" */
 const char *perf_op_name(int op);
-int perf_dtype_parse(const char *s);      /* -1 for "all", -2 when unknown */
+int perf_dtype_parse(const char *s); /* -1 for "all", -2 when unknown */
 int perf_op_parse(const char *s);
 
 /** Fill count elements with rank's data for op (small exact integers). */

@@ -12,14 +12,13 @@
 #include "tools/perf/perf.h"
 
 static const char *const dtype_names[] = {
-	[RW_INT8] = "int8",       [RW_UINT8] = "uint8",     [RW_INT32] = "int32",
-	[RW_UINT32] = "uint32",   [RW_INT64] = "int64",     [RW_UINT64] = "uint64",
-	[RW_FLOAT16] = "half",    [RW_FLOAT32] = "float",   [RW_FLOAT64] = "double",
+	[RW_INT8] = "int8",	    [RW_UINT8] = "uint8",	[RW_INT32] = "int32",
+	[RW_UINT32] = "uint32",	    [RW_INT64] = "int64",	[RW_UINT64] = "uint64",
+	[RW_FLOAT16] = "half",	    [RW_FLOAT32] = "float",	[RW_FLOAT64] = "double",
 	[RW_BFLOAT16] = "bfloat16", [RW_FLOAT8E4M3] = "f8e4m3", [RW_FLOAT8E5M2] = "f8e5m2",
 };
 static const char *const op_names[] = {
-	[RW_SUM] = "sum", [RW_PROD] = "prod", [RW_MAX] = "max", [RW_MIN] = "min",
-	[RW_AVG] = "avg",
+	[RW_SUM] = "sum", [RW_PROD] = "prod", [RW_MAX] = "max", [RW_MIN] = "min", [RW_AVG] = "avg",
 };
 
 size_t perf_dtype_size(int dtype)
@@ -30,13 +29,13 @@ size_t perf_dtype_size(int dtype)
 const char *perf_dtype_name(int dtype)
 {
 	return dtype >= 0 && dtype < (int)(sizeof(dtype_names) / sizeof(dtype_names[0]))
-		       ? dtype_names[dtype] : "?";
+		       ? dtype_names[dtype]
+		       : "?";
 }
 
 const char *perf_op_name(int op)
 {
-	return op >= 0 && op < (int)(sizeof(op_names) / sizeof(op_names[0])) ? op_names[op]
-									       : "?";
+	return op >= 0 && op < (int)(sizeof(op_names) / sizeof(op_names[0])) ? op_names[op] : "?";
 }
 
 int perf_dtype_parse(const char *s)
@@ -45,9 +44,9 @@ int perf_dtype_parse(const char *s)
 		const char *name;
 		int dtype;
 	} alias[] = {
-		{ "char", RW_INT8 },     { "int", RW_INT32 },        { "float16", RW_FLOAT16 },
-		{ "float32", RW_FLOAT32 }, { "float64", RW_FLOAT64 }, { "bf16", RW_BFLOAT16 },
-		{ "fp8e4m3", RW_FLOAT8E4M3 }, { "fp8e5m2", RW_FLOAT8E5M2 },
+		{"char", RW_INT8},	    {"int", RW_INT32},		{"float16", RW_FLOAT16},
+		{"float32", RW_FLOAT32},    {"float64", RW_FLOAT64},	{"bf16", RW_BFLOAT16},
+		{"fp8e4m3", RW_FLOAT8E4M3}, {"fp8e5m2", RW_FLOAT8E5M2},
 	};
 
 	if (strcmp(s, "all") == 0)
@@ -109,22 +108,45 @@ void perf_fill(void *buf, size_t count, int dtype, int op, int rank)
 		uint32_t fb;
 
 		switch (dtype) {
-		case RW_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
-		case RW_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-		case RW_INT32: ((int32_t *)buf)[i] = v; break;
-		case RW_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-		case RW_INT64: ((int64_t *)buf)[i] = v; break;
-		case RW_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-		case RW_FLOAT16: ((uint16_t *)buf)[i] = (uint16_t)mini(v, 5, 10, 15); break;
-		case RW_FLOAT32: ((float *)buf)[i] = f; break;
-		case RW_FLOAT64: ((double *)buf)[i] = v; break;
+		case RW_INT8:
+			((int8_t *)buf)[i] = (int8_t)v;
+			break;
+		case RW_UINT8:
+			((uint8_t *)buf)[i] = (uint8_t)v;
+			break;
+		case RW_INT32:
+			((int32_t *)buf)[i] = v;
+			break;
+		case RW_UINT32:
+			((uint32_t *)buf)[i] = (uint32_t)v;
+			break;
+		case RW_INT64:
+			((int64_t *)buf)[i] = v;
+			break;
+		case RW_UINT64:
+			((uint64_t *)buf)[i] = (uint64_t)v;
+			break;
+		case RW_FLOAT16:
+			((uint16_t *)buf)[i] = (uint16_t)mini(v, 5, 10, 15);
+			break;
+		case RW_FLOAT32:
+			((float *)buf)[i] = f;
+			break;
+		case RW_FLOAT64:
+			((double *)buf)[i] = v;
+			break;
 		case RW_BFLOAT16:
 			memcpy(&fb, &f, 4);
 			((uint16_t *)buf)[i] = (uint16_t)(fb >> 16);
 			break;
-		case RW_FLOAT8E4M3: ((uint8_t *)buf)[i] = (uint8_t)mini(v, 4, 3, 7); break;
-		case RW_FLOAT8E5M2: ((uint8_t *)buf)[i] = (uint8_t)mini(v, 5, 2, 15); break;
-		default: break;
+		case RW_FLOAT8E4M3:
+			((uint8_t *)buf)[i] = (uint8_t)mini(v, 4, 3, 7);
+			break;
+		case RW_FLOAT8E5M2:
+			((uint8_t *)buf)[i] = (uint8_t)mini(v, 5, 2, 15);
+			break;
+		default:
+			break;
 		}
 	}
 }

@@ -91,7 +91,8 @@ int perf_ranks_from_env(struct perf_ranks *out)
 	}
 	if (out->nranks > 1) {
 		fprintf(stderr,
-			"ringway-perf: %d ranks on several hosts: set RINGWAY_ROOT=<rank 0's host>:<port>\n",
+			"ringway-perf: %d ranks on several hosts: set RINGWAY_ROOT=<rank 0's "
+			"host>:<port>\n",
 			out->nranks);
 		return -EINVAL;
 	}
@@ -101,8 +102,7 @@ int perf_ranks_from_env(struct perf_ranks *out)
 /* A port on 127.0.0.1 that is free now (rank 0 binds it again). */
 static int free_port(void)
 {
-	struct sockaddr_in in = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(in);
 	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
 
@@ -128,7 +128,7 @@ int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), v
 	for (int r = 0; r < n; r++) {
 		pids[r] = fork();
 		if (pids[r] == 0) {
-			struct perf_ranks pr = { .rank = r, .nranks = n, .how = "--local" };
+			struct perf_ranks pr = {.rank = r, .nranks = n, .how = "--local"};
 			int rc;
 
 			snprintf(pr.root, sizeof(pr.root), "127.0.0.1:%d", port);

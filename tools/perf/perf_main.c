@@ -35,8 +35,8 @@ struct bench {
 	const struct perf_opts *o;
 	const struct perf_ranks *r;
 	rw_comm_t *comm;
-	char *send, *recv;           /* maxbytes each, host or device */
-	char *hsend, *href, *htmp;   /* host: data, expected, scratch */
+	char *send, *recv;	   /* maxbytes each, host or device */
+	char *hsend, *href, *htmp; /* host: data, expected, scratch */
 	int64_t wrong_total;
 	double busbw_sum;
 	int nlines;
@@ -52,21 +52,22 @@ static double now_s(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ringway-perf [--local N] [-b minbytes] [-e maxbytes] [-f factor | -i step]\n"
-		"                    [-n iters] [-w warmup] [-c 0|1] [-d type|all] [-o op|all]\n"
-		"                    [-a ring|ps] [--coll allreduce|reduce_scatter|allgather|broadcast]\n"
-		"                    [-r root] [--mem host|device]\n"
-		"  -b, -e     smallest and largest size in bytes (K/M/G suffixes), default 32M\n"
-		"  -f, -i     multiply by factor (default 2) or add step between sizes\n"
-		"  -n, -w     timed iterations (20) and warm-up iterations (5) per size\n"
-		"  -c         check the results (1) and report #wrong\n"
-		"  -d, -o     datatype (float) and reduction (sum); nccl-tests names\n"
-		"  -a         algorithm: ring, or ps (everything through rank 0)\n"
-		"  --local N  fork N ranks on this host; otherwise ranks come from mpirun\n"
-		"             (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) or torchrun-style\n"
-		"             RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT\n"
-		"  --mem      buffers in host memory (default) or on the current CUDA device\n");
+	fprintf(f, "usage: ringway-perf [--local N] [-b minbytes] [-e maxbytes] [-f factor | -i "
+		   "step]\n"
+		   "                    [-n iters] [-w warmup] [-c 0|1] [-d type|all] [-o op|all]\n"
+		   "                    [-a ring|ps] [--coll "
+		   "allreduce|reduce_scatter|allgather|broadcast]\n"
+		   "                    [-r root] [--mem host|device]\n"
+		   "  -b, -e     smallest and largest size in bytes (K/M/G suffixes), default 32M\n"
+		   "  -f, -i     multiply by factor (default 2) or add step between sizes\n"
+		   "  -n, -w     timed iterations (20) and warm-up iterations (5) per size\n"
+		   "  -c         check the results (1) and report #wrong\n"
+		   "  -d, -o     datatype (float) and reduction (sum); nccl-tests names\n"
+		   "  -a         algorithm: ring, or ps (everything through rank 0)\n"
+		   "  --local N  fork N ranks on this host; otherwise ranks come from mpirun\n"
+		   "             (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) or torchrun-style\n"
+		   "             RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT\n"
+		   "  --mem      buffers in host memory (default) or on the current CUDA device\n");
 }
 
 static int parse_bytes(const char *s, size_t *out)
@@ -81,19 +82,24 @@ static int parse_bytes(const char *s, size_t *out)
 static int parse_args(int argc, char **argv, struct perf_opts *o)
 {
 	static const struct option longs[] = {
-		{ "local", required_argument, NULL, 'L' },
-		{ "mem", required_argument, NULL, 'M' },
-		{ "coll", required_argument, NULL, 'C' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"local", required_argument, NULL, 'L'},
+		{"mem", required_argument, NULL, 'M'},
+		{"coll", required_argument, NULL, 'C'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int c;
 
-	*o = (struct perf_opts){ .minbytes = 32 << 20, .maxbytes = 32 << 20, .stepfactor = 2,
-				 .iters = 20, .warmup = 5, .check = 1, .dtype = RW_FLOAT32,
-				 .op = RW_SUM };
-	while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:a:r:t:g:G:m:p:z:h", longs,
-				NULL)) != -1) {
+	*o = (struct perf_opts){.minbytes = 32 << 20,
+				.maxbytes = 32 << 20,
+				.stepfactor = 2,
+				.iters = 20,
+				.warmup = 5,
+				.check = 1,
+				.dtype = RW_FLOAT32,
+				.op = RW_SUM};
+	while ((c = getopt_long(argc, argv, "b:e:i:f:n:w:c:d:o:a:r:t:g:G:m:p:z:h", longs, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'b':
 			if (parse_bytes(optarg, &o->minbytes))
@@ -166,7 +172,12 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 				return -EINVAL;
 			}
 			break;
-		case 't': case 'g': case 'G': case 'm': case 'p': case 'z':
+		case 't':
+		case 'g':
+		case 'G':
+		case 'm':
+		case 'p':
+		case 'z':
 			break; /* nccl-tests flags that mean nothing here */
 		case 'h':
 			usage(stdout);
@@ -187,8 +198,7 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 /* --- one size ------------------------------------------------------------- */
 
 /* Elements per rank-visible buffer and the bytes of the size line. */
-static void shape(const struct bench *b, size_t bytes, int dtype, size_t *count,
-		  size_t *size)
+static void shape(const struct bench *b, size_t bytes, int dtype, size_t *count, size_t *size)
 {
 	size_t es = perf_dtype_size(dtype), n = (size_t)b->r->nranks;
 
@@ -210,8 +220,9 @@ static int run_one(struct bench *b, size_t count, int dtype, int op, bool in_pla
 					 in_place ? send + (size_t)b->r->rank * part * es : recv,
 					 part, (rw_dtype_t)dtype, (rw_op_t)op);
 	case PERF_ALLGATHER:
-		return rw_allgather(b->comm, in_place ? recv + (size_t)b->r->rank * part * es : send,
-				    recv, part, (rw_dtype_t)dtype);
+		return rw_allgather(b->comm,
+				    in_place ? recv + (size_t)b->r->rank * part * es : send, recv,
+				    part, (rw_dtype_t)dtype);
 	case PERF_BROADCAST:
 		return rw_broadcast(b->comm, send, recv, count, (rw_dtype_t)dtype, b->o->root);
 	default:
@@ -317,8 +328,8 @@ static void fmt_time(char *buf, size_t len, double us)
 }
 
 /* Time (slowest rank's average, us) and #wrong of one placement. */
-static int measure(struct bench *b, size_t count, int dtype, int op, bool in_place,
-		   double *us, int64_t *wrong)
+static int measure(struct bench *b, size_t count, int dtype, int op, bool in_place, double *us,
+		   int64_t *wrong)
 {
 	double t, tmax;
 	int rc = 0;
@@ -364,10 +375,10 @@ static int run_size(struct bench *b, size_t bytes, int dtype, int op)
 	}
 	if (b->r->rank != 0)
 		return 0;
-	used = snprintf(line, sizeof(line), "%12zu  %12zu  %8s  %6s", size, count,
-			perf_dtype_name(dtype),
-			b->o->coll == PERF_ALLREDUCE || b->o->coll == PERF_REDUCE_SCATTER
-				? perf_op_name(op) : "none");
+	used = snprintf(
+		line, sizeof(line), "%12zu  %12zu  %8s  %6s", size, count, perf_dtype_name(dtype),
+		b->o->coll == PERF_ALLREDUCE || b->o->coll == PERF_REDUCE_SCATTER ? perf_op_name(op)
+										  : "none");
 	for (int ip = 0; ip < 2; ip++) {
 		double algbw = us[ip] > 0 ? (double)size / (us[ip] * 1e-6) / 1e9 : 0;
 		double busbw = algbw * bus_factor(b);
@@ -406,15 +417,18 @@ static void header(const struct bench *b)
 					     sizeof(transport));
 	}
 	printf("# ringway-perf %s: %s, %d rank(s) (%s), %s memory\n", rw_version(),
-	       coll_names[b->o->coll], b->r->nranks, b->r->how,
-	       b->o->device ? "device" : "host");
-	printf("# algo %s, transport %s, chunk %zu bytes, %lld channel(s), iters %d, warmup %d, check %d\n",
+	       coll_names[b->o->coll], b->r->nranks, b->r->how, b->o->device ? "device" : "host");
+	printf("# algo %s, transport %s, chunk %zu bytes, %lld channel(s), iters %d, warmup %d, "
+	       "check %d\n",
 	       algo, transport, cfg.chunk_bytes, (long long)cfg.nchannels, b->o->iters,
 	       b->o->warmup, b->o->check);
 	printf("#\n");
-	printf("#                                                out-of-place                       in-place\n");
-	printf("#       size         count      type   redop     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong\n");
-	printf("#        (B)    (elements)                        (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)\n");
+	printf("#                                                out-of-place                      "
+	       " in-place\n");
+	printf("#       size         count      type   redop     time   algbw   busbw  #wrong     "
+	       "time   algbw   busbw  #wrong\n");
+	printf("#        (B)    (elements)                        (us)  (GB/s)  (GB/s)             "
+	       "(us)  (GB/s)  (GB/s)\n");
 	fflush(stdout);
 }
 
@@ -465,7 +479,7 @@ static void free_buffers(struct bench *b)
 static int rank_main(const struct perf_ranks *r, void *arg)
 {
 	const struct perf_opts *o = arg;
-	struct bench b = { .o = o, .r = r };
+	struct bench b = {.o = o, .r = r};
 	int d0 = o->dtype < 0 ? 0 : o->dtype, d1 = o->dtype < 0 ? RW_FLOAT8E5M2 : o->dtype;
 	int o0 = o->op < 0 ? 0 : o->op, o1 = o->op < 0 ? RW_AVG : o->op;
 	bool reduces = o->coll == PERF_ALLREDUCE || o->coll == PERF_REDUCE_SCATTER;
@@ -503,8 +517,7 @@ static int rank_main(const struct perf_ranks *r, void *arg)
 	if (!rc && r->rank == 0) {
 		printf("# Out of bounds values : %lld %s\n", (long long)b.wrong_total,
 		       b.wrong_total ? "FAILED" : "OK");
-		printf("# Avg bus bandwidth    : %g\n",
-		       b.nlines ? b.busbw_sum / b.nlines : 0.0);
+		printf("# Avg bus bandwidth    : %g\n", b.nlines ? b.busbw_sum / b.nlines : 0.0);
 		printf("#\n");
 		fflush(stdout);
 	}
