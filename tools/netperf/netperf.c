@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "abi/nccl_net.h"
+#include "common/rw_common.h"
 #include "common/rw_params.h"
 #include "tools/netperf/np.h"
 
@@ -471,11 +472,13 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 		if (p->rank == 0) {
 			printf("#\n# raw TCP, one stream, %zu B x %d: %.3f GB/s\n", raw.bytes,
 			       raw.iters, raw.gbps);
-			printf("# raw TCP ping-pong, 8 B: rtt %.2f us\n", raw.rtt_us);
+			printf("# raw TCP ping-pong, 8 B: rtt %.2f us blocking, %.2f us busy-polling\n",
+			       raw.rtt_us, raw.rtt_poll_us);
 			printf("# ringway at %zu B: %.3f GB/s = %.2fx raw TCP\n", last, last_bw,
 			       last_bw / raw.gbps);
-			printf("# ringway rtt at %zu B: %.2f us = %.2fx raw TCP\n", o->min_bytes,
-			       small_rtt, small_rtt / raw.rtt_us);
+			printf("# ringway rtt at %zu B: %.2f us = %.2fx raw TCP (the faster of the two)\n",
+			       o->min_bytes, small_rtt,
+			       small_rtt / RW_MIN(raw.rtt_us, raw.rtt_poll_us));
 		}
 	}
 	if (p->rank == 0)

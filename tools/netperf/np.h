@@ -21,7 +21,8 @@ int np_boot_client(const char *host, int port, int timeout_ms, int *fd_out);
 
 struct np_raw_result {
 	double gbps;    /* one-stream bandwidth, GB/s (1e9) */
-	double rtt_us;  /* ping-pong round trip */
+	double rtt_us;  /* ping-pong round trip, blocking reads */
+	double rtt_poll_us; /* the same, reads busy-polled */
 	size_t bytes;
 	int iters;
 };
