@@ -9,6 +9,7 @@
 #define RW_ABI_NCCL_NET_V10_H
 
 #include "abi/nccl_net_common.h"
+#include "abi/nccl_net_v9.h"
 
 #define NCCL_NET_MAX_DEVS_PER_NIC_V10 4
 
@@ -42,11 +43,8 @@ typedef struct {
 	size_t maxCollBytes;
 } ncclNetProperties_v10_t;
 
-typedef struct {
-	void *mhandle;
-	void *address;
-	size_t size;
-} ncclNetSGE_v10_t;
+/* Unchanged since v9: the same type, so one function serves every table. */
+typedef ncclNetSGE_v9_t ncclNetSGE_v10_t;
 
 typedef struct {
 	const char *name;

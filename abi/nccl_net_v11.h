@@ -11,6 +11,7 @@
 #define RW_ABI_NCCL_NET_V11_H
 
 #include "abi/nccl_net_common.h"
+#include "abi/nccl_net_v9.h"
 
 #define NCCL_NET_MAX_DEVS_PER_NIC_V11 4
 
@@ -62,11 +63,8 @@ typedef struct {
 	int maxMultiRequestSize;
 } ncclNetProperties_v11_t;
 
-typedef struct {
-	void *mhandle;
-	void *address;
-	size_t size;
-} ncclNetSGE_v11_t;
+/* Unchanged since v9: the same type, so one function serves every table. */
+typedef ncclNetSGE_v9_t ncclNetSGE_v11_t;
 
 typedef struct {
 	const char *name;

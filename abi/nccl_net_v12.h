@@ -9,6 +9,7 @@
 #define RW_ABI_NCCL_NET_V12_H
 
 #include "abi/nccl_net_common.h"
+#include "abi/nccl_net_v9.h"
 
 #define NCCL_NET_MAX_DEVS_PER_NIC_V12 8
 
@@ -60,11 +61,8 @@ typedef struct {
 	int16_t planeId; /* NCCL_NET_ID_UNDEF if unknown */
 } ncclNetProperties_v12_t;
 
-typedef struct {
-	void *mhandle;
-	void *address;
-	size_t size;
-} ncclNetSGE_v12_t;
+/* Unchanged since v9: the same type, so one function serves every table. */
+typedef ncclNetSGE_v9_t ncclNetSGE_v12_t;
 
 typedef struct {
 	const char *name;

@@ -19,10 +19,6 @@ static_assert(sizeof(ncclNetSGE_v9_t) == sizeof(struct rw_collnet_sge) &&
 			      offsetof(struct rw_collnet_sge, address) &&
 		      offsetof(ncclNetSGE_v9_t, size) == offsetof(struct rw_collnet_sge, size),
 	      "SGE layout");
-static_assert(sizeof(ncclNetSGE_v10_t) == sizeof(ncclNetSGE_v9_t) &&
-		      sizeof(ncclNetSGE_v11_t) == sizeof(ncclNetSGE_v9_t) &&
-		      sizeof(ncclNetSGE_v12_t) == sizeof(ncclNetSGE_v9_t),
-	      "SGE layout");
 
 /* --- init -------------------------------------------------------------------- */
 
@@ -253,6 +249,7 @@ static ncclResult_t cn_ireducescatter_v8(void *coll_comm, int nparts, ncclNetSGE
 	return rw_status_to_nccl(rc);
 }
 
+/* v9..v12 share one SGE type (abi/nccl_net_v10.h). */
 static ncclResult_t cn_iallgather_v9(void *coll_comm, void *send, int nparts,
 				     ncclNetSGE_v9_t *parts, size_t bpr, size_t wo, size_t wb,
 				     void *send_mh, void **request)
@@ -266,63 +263,6 @@ static ncclResult_t cn_ireducescatter_v9(void *coll_comm, int nparts, ncclNetSGE
 					 void *recv, size_t bpr, size_t wo, size_t wb,
 					 ncclDataType_t dtype, ncclRedOp_t op, void *recv_mh,
 					 void **request)
-{
-	return rw_status_to_nccl(rw_collnet_ireducescatter(
-		coll_comm, nparts, (const struct rw_collnet_sge *)parts, recv, bpr, wo, wb,
-		(int)dtype, (int)op, recv_mh, request));
-}
-
-static ncclResult_t cn_iallgather_v10(void *coll_comm, void *send, int nparts,
-				      ncclNetSGE_v10_t *parts, size_t bpr, size_t wo, size_t wb,
-				      void *send_mh, void **request)
-{
-	return rw_status_to_nccl(rw_collnet_iallgather(coll_comm, send, nparts,
-						       (const struct rw_collnet_sge *)parts, bpr,
-						       wo, wb, send_mh, request));
-}
-
-static ncclResult_t cn_ireducescatter_v10(void *coll_comm, int nparts, ncclNetSGE_v10_t *parts,
-					  void *recv, size_t bpr, size_t wo, size_t wb,
-					  ncclDataType_t dtype, ncclRedOp_t op, void *recv_mh,
-					  void **request)
-{
-	return rw_status_to_nccl(rw_collnet_ireducescatter(
-		coll_comm, nparts, (const struct rw_collnet_sge *)parts, recv, bpr, wo, wb,
-		(int)dtype, (int)op, recv_mh, request));
-}
-
-static ncclResult_t cn_iallgather_v11(void *coll_comm, void *send, int nparts,
-				      ncclNetSGE_v11_t *parts, size_t bpr, size_t wo, size_t wb,
-				      void *send_mh, void **request)
-{
-	return rw_status_to_nccl(rw_collnet_iallgather(coll_comm, send, nparts,
-						       (const struct rw_collnet_sge *)parts, bpr,
-						       wo, wb, send_mh, request));
-}
-
-static ncclResult_t cn_ireducescatter_v11(void *coll_comm, int nparts, ncclNetSGE_v11_t *parts,
-					  void *recv, size_t bpr, size_t wo, size_t wb,
-					  ncclDataType_t dtype, ncclRedOp_t op, void *recv_mh,
-					  void **request)
-{
-	return rw_status_to_nccl(rw_collnet_ireducescatter(
-		coll_comm, nparts, (const struct rw_collnet_sge *)parts, recv, bpr, wo, wb,
-		(int)dtype, (int)op, recv_mh, request));
-}
-
-static ncclResult_t cn_iallgather_v12(void *coll_comm, void *send, int nparts,
-				      ncclNetSGE_v12_t *parts, size_t bpr, size_t wo, size_t wb,
-				      void *send_mh, void **request)
-{
-	return rw_status_to_nccl(rw_collnet_iallgather(coll_comm, send, nparts,
-						       (const struct rw_collnet_sge *)parts, bpr,
-						       wo, wb, send_mh, request));
-}
-
-static ncclResult_t cn_ireducescatter_v12(void *coll_comm, int nparts, ncclNetSGE_v12_t *parts,
-					  void *recv, size_t bpr, size_t wo, size_t wb,
-					  ncclDataType_t dtype, ncclRedOp_t op, void *recv_mh,
-					  void **request)
 {
 	return rw_status_to_nccl(rw_collnet_ireducescatter(
 		coll_comm, nparts, (const struct rw_collnet_sge *)parts, recv, bpr, wo, wb,
@@ -420,8 +360,8 @@ RW_PLUGIN_EXPORT const ncclCollNet_v10_t ncclCollNetPlugin_v10 = {
 	.regMrDmaBuf = cn_reg_mr_dmabuf,
 	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce,
-	.iallgather = cn_iallgather_v10,
-	.ireducescatter = cn_ireducescatter_v10,
+	.iallgather = cn_iallgather_v9,
+	.ireducescatter = cn_ireducescatter_v9,
 	.iflush = cn_iflush,
 	.test = cn_test,
 	.closeColl = cn_close_coll,
@@ -441,8 +381,8 @@ RW_PLUGIN_EXPORT const ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
 	.regMrDmaBuf = cn_reg_mr_dmabuf,
 	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce,
-	.iallgather = cn_iallgather_v11,
-	.ireducescatter = cn_ireducescatter_v11,
+	.iallgather = cn_iallgather_v9,
+	.ireducescatter = cn_ireducescatter_v9,
 	.iflush = cn_iflush,
 	.test = cn_test,
 	.closeColl = cn_close_coll,
@@ -463,8 +403,8 @@ RW_PLUGIN_EXPORT const ncclCollNet_v12_t ncclCollNetPlugin_v12 = {
 	.regMrDmaBuf = cn_reg_mr_dmabuf,
 	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce,
-	.iallgather = cn_iallgather_v12,
-	.ireducescatter = cn_ireducescatter_v12,
+	.iallgather = cn_iallgather_v9,
+	.ireducescatter = cn_ireducescatter_v9,
 	.iflush = cn_iflush,
 	.test = cn_test,
 	.closeColl = cn_close_coll,
