@@ -434,6 +434,8 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 		free(a);
 		return rc_sock;
 	}
+	snprintf(a->base.label, sizeof(a->base.label), "auto (%s%s%s)", a->shm ? "shm" : "",
+		 a->shm && a->sock ? " + " : "", a->sock ? a->sock->ops->name : "");
 	RW_INFO(RW_LOG_INIT | RW_LOG_NET, "auto: shm for peers on this host%s, %s %s",
 		a->shm ? "" : " unavailable", a->sock ? rw_net_name(a->sock) : "network",
 		a->sock ? "for the others" : "unavailable");

@@ -139,6 +139,8 @@ struct rw_net_ops {
 struct rw_net {
 	const struct rw_net_ops *ops;
 	struct rw_config cfg; /**< copied at create; immutable */
+	char label[64];	      /**< what this instance is, when ops->name says
+				   too little ("auto: shm + socket"); may be "" */
 };
 
 struct rw_net_listen {
@@ -159,9 +161,10 @@ struct rw_net_req {
 
 /* --- dispatch: the only way callers reach a transport ------------------- */
 
+/** The instance's label when it has one, else the transport's name. */
 static inline const char *rw_net_name(const struct rw_net *net)
 {
-	return net->ops->name;
+	return net->label[0] ? net->label : net->ops->name;
 }
 
 static inline int rw_net_devices(struct rw_net *net, int *ndev)

@@ -346,7 +346,7 @@ static void transport_choice(void **state)
 	rw_net_destroy(net);
 	config(&cfg, ok_auto);
 	assert_int_equal(rw_net_create(&cfg, &net), 0);
-	assert_string_equal(rw_net_name(net), "auto");
+	assert_string_equal(rw_net_name(net), "auto (shm + ib)");
 	assert_int_equal(rw_net_get_properties(net, 0, &p), 0);
 	assert_string_equal(p.name, "sv_roce0");
 	rw_net_destroy(net);
