@@ -414,6 +414,10 @@ static void fault_case(const char *tx_faults, const char *rx_faults, int want_rc
 	if (el > TIMEOUT_MS)
 		fail_msg("the fault took %llu ms to show, RINGWAY_TIMEOUT_MS=%d",
 			 (unsigned long long)el, TIMEOUT_MS);
+	/* the warning may come from the async-event thread, a moment after the
+	 * data path already failed: give it a bounded while */
+	for (uint64_t end = rw_now_ms() + 2000; rw_test_log_count(want_log) < 1 && rw_now_ms() < end;)
+		usleep(1000);
 	if (rw_test_log_count(want_log) < 1)
 		fail_msg("no warning says '%s'", want_log);
 	assert_true(rw_test_log_count("peer 127.0.0.1") >= 1);
