@@ -406,6 +406,8 @@ static int incomplete(const struct rw_ib_comm *c)
 	return n;
 }
 
+#define RW_IB_GONE_GRACE_MS 500 /* see comm_watch() */
+
 /* After the completions were taken: fail what still waits on a peer that
  * is gone, silent too long, or behind a port that went down. */
 static void comm_watch(struct rw_ib_comm *c, int gone)
@@ -434,6 +436,13 @@ static void comm_watch(struct rw_ib_comm *c, int gone)
 		return;
 	}
 	if (gone) {
+		/* Acknowledgements the peer's NIC sent before its process left
+		 * may still be on their way: fail only once nothing has arrived
+		 * for a short while after the end was seen. */
+		if (!c->gone_ms)
+			c->gone_ms = now;
+		if (now - RW_MAX(c->gone_ms, c->progress_ms) < RW_IB_GONE_GRACE_MS)
+			return;
 		RW_WARN(RW_LOG_NET,
 			"NET/IB: %s: peer %s (GID %s, QPN %#x) is gone (%s) with %d "
 			"request(s) pending",
