@@ -59,84 +59,6 @@ static ncclResult_t cn_init_v12(void **ctx, uint64_t comm_id, ncclDebugLogger_t 
 		rw_plugin_ctx_create(12, comm_id, NCCL_NET_TRAFFIC_CLASS_UNDEF, logger, ctx));
 }
 
-/* --- properties: the net devices' ------------------------------------------------ */
-
-static int props_of(int dev, void *props, struct rw_net_props *p)
-{
-	return props ? rw_plugin_props(dev, p)
-		     : rw_plugin_bad_arg("CollNet getProperties", "props is NULL");
-}
-
-static ncclResult_t cn_props_v6(int dev, ncclNetProperties_v6_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_of(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v6(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-static ncclResult_t cn_props_v7(int dev, ncclNetProperties_v7_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_of(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v7(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-static ncclResult_t cn_props_v8(int dev, ncclNetProperties_v8_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_of(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v8(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-static ncclResult_t cn_props_v9(int dev, ncclNetProperties_v9_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_of(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v9(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-static ncclResult_t cn_props_v10(int dev, ncclNetProperties_v10_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_of(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v10(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-static ncclResult_t cn_props_v11(int dev, ncclNetProperties_v11_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_of(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v11(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-static ncclResult_t cn_props_v12(int dev, ncclNetProperties_v12_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_of(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v12(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
 /* --- shared by every version -------------------------------------------------- */
 
 static ncclResult_t cn_connect(void *handles[], int nranks, int rank, void *listen_comm,
@@ -275,7 +197,7 @@ RW_PLUGIN_EXPORT const ncclCollNet_v6_t ncclCollNetPlugin_v6 = {
 	.name = RW_PLUGIN_NAME,
 	.init = cn_init_v6,
 	.devices = rw_abi_devices,
-	.getProperties = cn_props_v6,
+	.getProperties = rw_abi_get_properties_v6, /* the net devices */
 	.listen = rw_abi_listen_legacy,
 	.connect = cn_connect,
 	.reduceSupport = cn_reduce_support,
@@ -293,7 +215,7 @@ RW_PLUGIN_EXPORT const ncclCollNet_v7_t ncclCollNetPlugin_v7 = {
 	.name = RW_PLUGIN_NAME,
 	.init = cn_init_v7,
 	.devices = rw_abi_devices,
-	.getProperties = cn_props_v7,
+	.getProperties = rw_abi_get_properties_v7, /* the net devices */
 	.listen = rw_abi_listen_legacy,
 	.connect = cn_connect,
 	.reduceSupport = cn_reduce_support,
@@ -311,7 +233,7 @@ RW_PLUGIN_EXPORT const ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
 	.name = RW_PLUGIN_NAME,
 	.init = cn_init_v8,
 	.devices = rw_abi_devices,
-	.getProperties = cn_props_v8,
+	.getProperties = rw_abi_get_properties_v8, /* the net devices */
 	.listen = rw_abi_listen_legacy,
 	.connect = cn_connect,
 	.reduceSupport = cn_reduce_support,
@@ -331,7 +253,7 @@ RW_PLUGIN_EXPORT const ncclCollNet_v9_t ncclCollNetPlugin_v9 = {
 	.name = RW_PLUGIN_NAME,
 	.init = cn_init_v9,
 	.devices = rw_abi_devices,
-	.getProperties = cn_props_v9,
+	.getProperties = rw_abi_get_properties_v9, /* the net devices */
 	.listen = rw_abi_listen_legacy,
 	.connect = cn_connect,
 	.reduceSupport = cn_reduce_support,
@@ -352,7 +274,7 @@ RW_PLUGIN_EXPORT const ncclCollNet_v10_t ncclCollNetPlugin_v10 = {
 	.name = RW_PLUGIN_NAME,
 	.init = cn_init_v10,
 	.devices = rw_abi_devices,
-	.getProperties = cn_props_v10,
+	.getProperties = rw_abi_get_properties_v10, /* the net devices */
 	.listen = rw_abi_listen_legacy,
 	.connect = cn_connect,
 	.reduceSupport = cn_reduce_support,
@@ -373,7 +295,7 @@ RW_PLUGIN_EXPORT const ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
 	.name = RW_PLUGIN_NAME,
 	.init = cn_init_v11,
 	.devices = rw_abi_devices,
-	.getProperties = cn_props_v11,
+	.getProperties = rw_abi_get_properties_v11, /* the net devices */
 	.listen = rw_abi_listen_ctx,
 	.connect = cn_connect,
 	.reduceSupport = cn_reduce_support,
@@ -395,7 +317,7 @@ RW_PLUGIN_EXPORT const ncclCollNet_v12_t ncclCollNetPlugin_v12 = {
 	.name = RW_PLUGIN_NAME,
 	.init = cn_init_v12,
 	.devices = rw_abi_devices,
-	.getProperties = cn_props_v12,
+	.getProperties = rw_abi_get_properties_v12, /* the net devices */
 	.listen = rw_abi_listen_ctx,
 	.connect = cn_connect,
 	.reduceSupport = cn_reduce_support,

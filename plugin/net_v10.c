@@ -9,17 +9,6 @@ static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t pr
 	return rw_status_to_nccl(rw_plugin_init_legacy(10, logger));
 }
 
-static ncclResult_t v10_get_properties(int dev, ncclNetProperties_v10_t *props)
-{
-	struct rw_net_props p;
-	int rc;
-
-	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
-	if (rc == 0)
-		rw_props_to_v10(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
 /* The traffic class of config is not applied by the socket transport. */
 static ncclResult_t v10_connect(int dev, ncclNetCommConfig_v10_t *config, void *handle,
 				void **send_comm, ncclNetDeviceHandle_v10_t **dev_comm)
@@ -32,7 +21,7 @@ const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.name = RW_PLUGIN_NAME,
 	.init = v10_init,
 	.devices = rw_abi_devices,
-	.getProperties = v10_get_properties,
+	.getProperties = rw_abi_get_properties_v10,
 	.listen = rw_abi_listen_legacy,
 	.connect = v10_connect,
 	.accept = rw_abi_accept,

@@ -15,22 +15,11 @@ static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11
 	return rw_status_to_nccl(rw_plugin_ctx_create(11, comm_id, tc, logger, ctx));
 }
 
-static ncclResult_t v11_get_properties(int dev, ncclNetProperties_v11_t *props)
-{
-	struct rw_net_props p;
-	int rc;
-
-	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
-	if (rc == 0)
-		rw_props_to_v11(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
 const ncclNet_v11_t ncclNetPlugin_v11 = {
 	.name = RW_PLUGIN_NAME,
 	.init = v11_init,
 	.devices = rw_abi_devices,
-	.getProperties = v11_get_properties,
+	.getProperties = rw_abi_get_properties_v11,
 	.listen = rw_abi_listen_ctx,
 	.connect = rw_abi_connect_ctx,
 	.accept = rw_abi_accept,

@@ -11,22 +11,11 @@ static ncclResult_t v12_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12
 	return rw_status_to_nccl(rw_plugin_ctx_create(12, comm_id, tc, logger, ctx));
 }
 
-static ncclResult_t v12_get_properties(int dev, ncclNetProperties_v12_t *props)
-{
-	struct rw_net_props p;
-	int rc;
-
-	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
-	if (rc == 0)
-		rw_props_to_v12(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
 const ncclNet_v12_t ncclNetPlugin_v12 = {
 	.name = RW_PLUGIN_NAME,
 	.init = v12_init,
 	.devices = rw_abi_devices,
-	.getProperties = v12_get_properties,
+	.getProperties = rw_abi_get_properties_v12,
 	.listen = rw_abi_listen_ctx,
 	.connect = rw_abi_connect_ctx,
 	.accept = rw_abi_accept,

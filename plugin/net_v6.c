@@ -7,22 +7,11 @@ static ncclResult_t v6_init(ncclDebugLogger_t logger)
 	return rw_status_to_nccl(rw_plugin_init_legacy(6, logger));
 }
 
-static ncclResult_t v6_get_properties(int dev, ncclNetProperties_v6_t *props)
-{
-	struct rw_net_props p;
-	int rc;
-
-	rc = props ? rw_plugin_props(dev, &p) : rw_plugin_bad_arg("getProperties", "props is NULL");
-	if (rc == 0)
-		rw_props_to_v6(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
 const ncclNet_v6_t ncclNetPlugin_v6 = {
 	.name = RW_PLUGIN_NAME,
 	.init = v6_init,
 	.devices = rw_abi_devices,
-	.getProperties = v6_get_properties,
+	.getProperties = rw_abi_get_properties_v6,
 	.listen = rw_abi_listen_legacy,
 	.connect = rw_abi_connect_v6,
 	.accept = rw_abi_accept_v6,

@@ -229,6 +229,15 @@ void rw_props_to_v10(const struct rw_net_props *in, ncclNetProperties_v10_t *out
 void rw_props_to_v11(const struct rw_net_props *in, ncclNetProperties_v11_t *out);
 void rw_props_to_v12(const struct rw_net_props *in, ncclNetProperties_v12_t *out);
 
+/* getProperties for the net and CollNet tables of each version (rw_props.c). */
+ncclResult_t rw_abi_get_properties_v6(int dev, ncclNetProperties_v6_t *props);
+ncclResult_t rw_abi_get_properties_v7(int dev, ncclNetProperties_v7_t *props);
+ncclResult_t rw_abi_get_properties_v8(int dev, ncclNetProperties_v8_t *props);
+ncclResult_t rw_abi_get_properties_v9(int dev, ncclNetProperties_v9_t *props);
+ncclResult_t rw_abi_get_properties_v10(int dev, ncclNetProperties_v10_t *props);
+ncclResult_t rw_abi_get_properties_v11(int dev, ncclNetProperties_v11_t *props);
+ncclResult_t rw_abi_get_properties_v12(int dev, ncclNetProperties_v12_t *props);
+
 /* --- the exported tables (net_vN.c); nothing else leaves the .so ---------- */
 
 #define RW_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -173,3 +173,82 @@ void rw_props_to_v12(const struct rw_net_props *in, ncclNetProperties_v12_t *out
 	out->railId = in->rail_id;
 	out->planeId = in->plane_id;
 }
+
+/* --- getProperties of every version ---------------------------------------------------- */
+
+/* The net and the CollNet tables of a version share these: NCCL requires
+ * CollNet device i to be net device i. */
+static int props_get(int dev, const void *props, struct rw_net_props *p)
+{
+	return props ? rw_plugin_props(dev, p) : rw_plugin_bad_arg("getProperties", "props is NULL");
+}
+
+ncclResult_t rw_abi_get_properties_v6(int dev, ncclNetProperties_v6_t *props)
+{
+	struct rw_net_props p;
+	int rc = props_get(dev, props, &p);
+
+	if (rc == 0)
+		rw_props_to_v6(&p, props);
+	return rw_status_to_nccl(rc);
+}
+
+ncclResult_t rw_abi_get_properties_v7(int dev, ncclNetProperties_v7_t *props)
+{
+	struct rw_net_props p;
+	int rc = props_get(dev, props, &p);
+
+	if (rc == 0)
+		rw_props_to_v7(&p, props);
+	return rw_status_to_nccl(rc);
+}
+
+ncclResult_t rw_abi_get_properties_v8(int dev, ncclNetProperties_v8_t *props)
+{
+	struct rw_net_props p;
+	int rc = props_get(dev, props, &p);
+
+	if (rc == 0)
+		rw_props_to_v8(&p, props);
+	return rw_status_to_nccl(rc);
+}
+
+ncclResult_t rw_abi_get_properties_v9(int dev, ncclNetProperties_v9_t *props)
+{
+	struct rw_net_props p;
+	int rc = props_get(dev, props, &p);
+
+	if (rc == 0)
+		rw_props_to_v9(&p, props);
+	return rw_status_to_nccl(rc);
+}
+
+ncclResult_t rw_abi_get_properties_v10(int dev, ncclNetProperties_v10_t *props)
+{
+	struct rw_net_props p;
+	int rc = props_get(dev, props, &p);
+
+	if (rc == 0)
+		rw_props_to_v10(&p, props);
+	return rw_status_to_nccl(rc);
+}
+
+ncclResult_t rw_abi_get_properties_v11(int dev, ncclNetProperties_v11_t *props)
+{
+	struct rw_net_props p;
+	int rc = props_get(dev, props, &p);
+
+	if (rc == 0)
+		rw_props_to_v11(&p, props);
+	return rw_status_to_nccl(rc);
+}
+
+ncclResult_t rw_abi_get_properties_v12(int dev, ncclNetProperties_v12_t *props)
+{
+	struct rw_net_props p;
+	int rc = props_get(dev, props, &p);
+
+	if (rc == 0)
+		rw_props_to_v12(&p, props);
+	return rw_status_to_nccl(rc);
+}
