@@ -333,8 +333,17 @@ int sv_alloc_qpn(struct sv_ctx *ctx, uint32_t *qpn);
 void sv_fault_port_down(struct sv_ctx *ctx);
 uint64_t sv_now_ns(void);
 
-/* sv_verbs.c */
+/* sv_mr.c: PD and MR verbs (for sv_ctx_ops) and key lookup */
+struct ibv_pd *sv_alloc_pd(struct ibv_context *context);
+int sv_dealloc_pd(struct ibv_pd *ibpd);
+struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t hca_va,
+				int access);
+struct ibv_mr *sv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
+				       uint64_t iova, int fd, int access);
+int sv_dereg_mr(struct verbs_mr *vmr);
 struct sv_mr *sv_mr_lookup(struct sv_ctx *ctx, uint32_t key);
+
+/* sv_verbs.c */
 void sv_cq_push(struct sv_cq *cq, const struct ibv_wc *wc);
 void sv_qp_to_error(struct sv_qp *qp);
 void sv_qp_complete_head(struct sv_qp *qp, enum ibv_wc_status status, uint32_t verr);
