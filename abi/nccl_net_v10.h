@@ -15,33 +15,15 @@
 
 typedef ncclNetDeviceHandle_v7_t ncclNetDeviceHandle_v10_t;
 
-typedef struct {
-	int ndevs;
-	int devs[NCCL_NET_MAX_DEVS_PER_NIC_V10];
-} ncclNetVDeviceProps_v10_t;
+/* Unchanged since v9 (same layout): the same types, so one getProperties
+ * serves both tables. */
+typedef ncclNetVDeviceProps_v9_t ncclNetVDeviceProps_v10_t;
 
 typedef struct {
 	int trafficClass; /* NCCL_NET_TRAFFIC_CLASS_UNDEF unless the app set it */
 } ncclNetCommConfig_v10_t;
 
-typedef struct {
-	char *name;
-	char *pciPath;
-	uint64_t guid;
-	int ptrSupport;
-	int regIsGlobal;
-	int forceFlush;
-	int speed;
-	int port;
-	float latency;
-	int maxComms;
-	int maxRecvs;
-	ncclNetDeviceType netDeviceType;
-	int netDeviceVersion;
-	ncclNetVDeviceProps_v10_t vProps;
-	size_t maxP2pBytes;
-	size_t maxCollBytes;
-} ncclNetProperties_v10_t;
+typedef ncclNetProperties_v9_t ncclNetProperties_v10_t;
 
 /* Unchanged since v9: the same type, so one function serves every table. */
 typedef ncclNetSGE_v9_t ncclNetSGE_v10_t;

@@ -224,8 +224,7 @@ struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind);
 void rw_props_to_v6(const struct rw_net_props *in, ncclNetProperties_v6_t *out);
 void rw_props_to_v7(const struct rw_net_props *in, ncclNetProperties_v7_t *out);
 void rw_props_to_v8(const struct rw_net_props *in, ncclNetProperties_v8_t *out);
-void rw_props_to_v9(const struct rw_net_props *in, ncclNetProperties_v9_t *out);
-void rw_props_to_v10(const struct rw_net_props *in, ncclNetProperties_v10_t *out);
+void rw_props_to_v9(const struct rw_net_props *in, ncclNetProperties_v9_t *out); /* and v10 */
 void rw_props_to_v11(const struct rw_net_props *in, ncclNetProperties_v11_t *out);
 void rw_props_to_v12(const struct rw_net_props *in, ncclNetProperties_v12_t *out);
 
@@ -233,8 +232,7 @@ void rw_props_to_v12(const struct rw_net_props *in, ncclNetProperties_v12_t *out
 ncclResult_t rw_abi_get_properties_v6(int dev, ncclNetProperties_v6_t *props);
 ncclResult_t rw_abi_get_properties_v7(int dev, ncclNetProperties_v7_t *props);
 ncclResult_t rw_abi_get_properties_v8(int dev, ncclNetProperties_v8_t *props);
-ncclResult_t rw_abi_get_properties_v9(int dev, ncclNetProperties_v9_t *props);
-ncclResult_t rw_abi_get_properties_v10(int dev, ncclNetProperties_v10_t *props);
+ncclResult_t rw_abi_get_properties_v9(int dev, ncclNetProperties_v9_t *props); /* and v10 */
 ncclResult_t rw_abi_get_properties_v11(int dev, ncclNetProperties_v11_t *props);
 ncclResult_t rw_abi_get_properties_v12(int dev, ncclNetProperties_v12_t *props);
 

@@ -96,30 +96,6 @@ void rw_props_to_v9(const struct rw_net_props *in, ncclNetProperties_v9_t *out)
 	out->maxCollBytes = in->max_coll_bytes;
 }
 
-void rw_props_to_v10(const struct rw_net_props *in, ncclNetProperties_v10_t *out)
-{
-	int nv = vdev_count(in, NCCL_NET_MAX_DEVS_PER_NIC_V10);
-
-	out->name = abi_str(in->name);
-	out->pciPath = abi_str(in->pci_path);
-	out->guid = in->guid;
-	out->ptrSupport = in->ptr_support;
-	out->regIsGlobal = in->reg_is_global;
-	out->forceFlush = in->force_flush;
-	out->speed = in->speed_mbps;
-	out->port = in->port;
-	out->latency = in->latency_us;
-	out->maxComms = in->max_comms;
-	out->maxRecvs = in->max_recvs;
-	out->netDeviceType = NCCL_NET_DEVICE_HOST;
-	out->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
-	out->vProps.ndevs = nv;
-	for (int i = 0; i < NCCL_NET_MAX_DEVS_PER_NIC_V10; i++)
-		out->vProps.devs[i] = i < nv ? in->vdev_devs[i] : -1;
-	out->maxP2pBytes = in->max_p2p_bytes;
-	out->maxCollBytes = in->max_coll_bytes;
-}
-
 void rw_props_to_v11(const struct rw_net_props *in, ncclNetProperties_v11_t *out)
 {
 	int nv = vdev_count(in, NCCL_NET_MAX_DEVS_PER_NIC_V11);
@@ -220,16 +196,6 @@ ncclResult_t rw_abi_get_properties_v9(int dev, ncclNetProperties_v9_t *props)
 
 	if (rc == 0)
 		rw_props_to_v9(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-ncclResult_t rw_abi_get_properties_v10(int dev, ncclNetProperties_v10_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_get(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v10(&p, props);
 	return rw_status_to_nccl(rc);
 }
 
