@@ -6,9 +6,14 @@
  * host kernels (which test_reduce holds to the reference).  Without one:
  * those tests skip, and device calls must fail cleanly with -ENODEV (or
  * -ENOTSUP in a build without CUDA), leaving their outputs alone.
+ *
+ * `test_reduce_cuda quick` runs a short case list (every datatype x op, fewer
+ * counts, offsets and fold widths), sized for compute-sanitizer, under which
+ * each CUDA call costs far more (scripts/gpu-check.sh).
  */
 #include "support/rw_test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +24,7 @@
 #include "reduce_ref.h"
 
 static int have_gpu;
+static int quick; /* argv[1] == "quick" */
 static void *stream;
 
 static int group_setup(void **state)
@@ -164,6 +170,10 @@ static void device_matches_host(void **state)
 	static const size_t counts[] = { 1, 3, 17, 1000, 65537, (1u << 20) + 3 };
 	/* same mod 16 | different mod 16 | not element-aligned | mixed */
 	static const size_t offs[][3] = { { 0, 0, 0 }, { 4, 4, 4 }, { 0, 4, 8 }, { 1, 1, 1 }, { 3, 5, 7 } };
+	/* quick: 1, 17 and 65537 elements; offsets { 0, 4, 8 } and { 3, 5, 7 } */
+	static const size_t quick_counts[] = { 0, 2, 4 }, quick_offs[] = { 2, 4 };
+	size_t ncounts = quick ? RW_ARRAY_SIZE(quick_counts) : RW_ARRAY_SIZE(counts);
+	size_t noffs = quick ? RW_ARRAY_SIZE(quick_offs) : RW_ARRAY_SIZE(offs);
 	uint64_t seed = 1;
 
 	(void)state;
@@ -171,10 +181,11 @@ static void device_matches_host(void **state)
 		skip();
 	for (int dt = 0; dt < RW_DTYPE_COUNT; dt++)
 		for (int op = 0; op < RW_OP_COUNT; op++)
-			for (size_t c = 0; c < RW_ARRAY_SIZE(counts); c++)
-				for (size_t o = 0; o < RW_ARRAY_SIZE(offs); o++)
-					check_dev((enum rw_dtype)dt, (enum rw_op)op, counts[c], offs[o],
-						  ALIAS_NONE, seed++);
+			for (size_t c = 0; c < ncounts; c++)
+				for (size_t o = 0; o < noffs; o++)
+					check_dev((enum rw_dtype)dt, (enum rw_op)op,
+						  counts[quick ? quick_counts[c] : c],
+						  offs[quick ? quick_offs[o] : o], ALIAS_NONE, seed++);
 }
 
 static void device_in_place(void **state)
@@ -202,6 +213,8 @@ static void device_folds_and_avg(void **state)
 		size_t count = 70001, bytes = count * ref_size((enum rw_dtype)dt);
 
 		for (unsigned int k = 1; k <= RW_REDUCE_MAX_SRCS; k++) {
+			if (quick && k != 2 && k != RW_REDUCE_MAX_SRCS)
+				continue; /* quick: the pair and the widest fold */
 			char *h[RW_REDUCE_MAX_SRCS], *want = malloc(bytes + 1), *got;
 			const void *hs[RW_REDUCE_MAX_SRCS], *ds[RW_REDUCE_MAX_SRCS];
 			struct dbuf d[RW_REDUCE_MAX_SRCS], dd;
@@ -299,7 +312,7 @@ static void helpers_on_gpu(void **state)
 	rw_cuda_free(dev);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(without_gpu_device_calls_fail_cleanly, setup, teardown),
@@ -309,5 +322,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(device_folds_and_avg, setup, teardown),
 	};
 
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "quick") != 0)) {
+		fprintf(stderr, "usage: %s [quick]\n", argv[0]);
+		return 2;
+	}
+	quick = argc == 2;
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
