@@ -8,9 +8,11 @@
 #include "support/rw_test.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "coll/rw_coll.h"
@@ -118,8 +120,40 @@ static void a_killed_rank_is_named_by_every_rank(void **state)
 
 #define STALLED 1
 
+/*
+ * No rank may leave before every rank has checked its warnings.  A rank
+ * that exits closes its sockets, and a close with unread data resets the
+ * connection, which discards what the peer had not read yet, the failure
+ * notice included: a slow rank would then report the reset instead of
+ * what it waited on (the race behind an old flake).  The stalled rank
+ * stays alive and silent as well.  A counter in memory shared across the
+ * fork is the barrier; the wait is bounded.
+ */
+struct stall_barrier {
+	atomic_int checked;
+};
+
+static void wait_for_checks(struct stall_barrier *b, int expected)
+{
+	uint64_t deadline = rw_now_ms() + 30000;
+
+	while (atomic_load(&b->checked) < expected && rw_now_ms() < deadline)
+		usleep(1000);
+}
+
+static int checked(struct stall_barrier *b, int rank, int nranks, int code)
+{
+	if (code)
+		rw_test_log_dump(stderr, rank == 0 ? "  rank 0 saw: " : "  rank 2 saw: ");
+	fflush(stderr);
+	atomic_fetch_add(&b->checked, 1);
+	wait_for_checks(b, nranks - 1);
+	return code;
+}
+
 static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 {
+	struct stall_barrier *b = arg;
 	struct rw_coll_comm *c = coll_of(w);
 	float buf[1000] = {0};
 	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
@@ -131,13 +165,12 @@ static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 	uint64_t t0;
 	int rc;
 
-	(void)arg;
-	(void)p;
 	expect_failure_warnings();
 	if (rw_coll_run(c, &a))
-		return 1;
+		return checked(b, rank, p, 1);
 	if (rank == STALLED) {
-		sleep(4); /* alive, but no longer taking part */
+		/* alive, but no longer taking part */
+		wait_for_checks(b, p - 1);
 		fflush(stderr);
 		_exit(0);
 	}
@@ -146,25 +179,30 @@ static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 	if (rc == 0 || rw_now_ms() - t0 > 3 * 1500) {
 		fprintf(stderr, "rank %d: rc %d after %llu ms\n", rank, rc,
 			(unsigned long long)(rw_now_ms() - t0));
-		return 1;
+		return checked(b, rank, p, 1);
 	}
 	/* each names the peer it waits on, the step and the chunk; the rank
 	 * after the stalled one waits for data from it */
 	if (rw_test_log_count("RINGWAY_TIMEOUT_MS") == 0 || rw_test_log_count(", chunk ") == 0 ||
 	    (rank == STALLED + 1 && rw_test_log_count("from rank 1 (") == 0)) {
 		fprintf(stderr, "rank %d: the warnings do not say what it waited on\n", rank);
-		return 1;
+		return checked(b, rank, p, 1);
 	}
 	/* the comm stays failed */
-	return rw_coll_run(c, &a) == rc ? 0 : 1;
+	return checked(b, rank, p, rw_coll_run(c, &a) == rc ? 0 : 1);
 }
 
 static void a_stalled_rank_times_out(void **state)
 {
 	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "1500", NULL};
+	struct stall_barrier *b =
+		mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	(void)state;
-	assert_int_equal(coll_fork(3, env, stalled, NULL, 60), 0);
+	assert_true(b != MAP_FAILED);
+	atomic_init(&b->checked, 0);
+	assert_int_equal(coll_fork(3, env, stalled, b, 60), 0);
+	munmap(b, sizeof(*b));
 }
 
 /* Idle time longer than the timeout between collectives is no failure:

@@ -9,7 +9,7 @@
 #include "common/rw_log.h"
 
 #define MAX_EXPECT 16
-#define MAX_SEEN 256
+#define MAX_SEEN   256
 
 static struct {
 	pthread_mutex_t lock;
@@ -20,10 +20,10 @@ static struct {
 	int unexpected;
 	char last_unexpected[512];
 	int verbose;
-} tlog = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} tlog = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void test_sink(void *arg, enum rw_log_level level, unsigned long flags,
-		      const char *file, int line, const char *msg)
+static void test_sink(void *arg, enum rw_log_level level, unsigned long flags, const char *file,
+		      int line, const char *msg)
 {
 	(void)arg, (void)flags;
 	pthread_mutex_lock(&tlog.lock);
@@ -38,8 +38,8 @@ static void test_sink(void *arg, enum rw_log_level level, unsigned long flags,
 			ok = strstr(msg, tlog.expect[i]) != NULL;
 		if (!ok) {
 			tlog.unexpected++;
-			snprintf(tlog.last_unexpected, sizeof(tlog.last_unexpected),
-				 "%s:%d %s", file, line, msg);
+			snprintf(tlog.last_unexpected, sizeof(tlog.last_unexpected), "%s:%d %s",
+				 file, line, msg);
 			fprintf(stderr, "unexpected WARN: %s:%d %s\n", file, line, msg);
 		}
 	}
@@ -94,6 +94,14 @@ int rw_test_log_count(const char *substr)
 		n += strstr(tlog.seen[i], substr) != NULL;
 	pthread_mutex_unlock(&tlog.lock);
 	return n;
+}
+
+void rw_test_log_dump(FILE *to, const char *prefix)
+{
+	pthread_mutex_lock(&tlog.lock);
+	for (int i = 0; i < tlog.nseen; i++)
+		fprintf(to, "%s%s\n", prefix, tlog.seen[i]);
+	pthread_mutex_unlock(&tlog.lock);
 }
 
 static const char *pairs_env(void *arg, const char *name)

@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "common/rw_params.h"
@@ -33,13 +34,15 @@ int rw_test_log_unexpected(void);
 int rw_test_log_count(const char *substr);
 /** The last unexpected WARN, or "" (for failure messages). */
 const char *rw_test_log_last_unexpected(void);
+/** Print every message seen since the last reset, each prefixed (to explain
+ * a failed check after the fact). */
+void rw_test_log_dump(FILE *to, const char *prefix);
 
-#define RW_TEST_ASSERT_LOG_CLEAN()                                              \
-	do {                                                                    \
-		if (rw_test_log_unexpected() != 0)                              \
-			fail_msg("%d unexpected warning(s), last: %s",          \
-				 rw_test_log_unexpected(),                      \
-				 rw_test_log_last_unexpected());                \
+#define RW_TEST_ASSERT_LOG_CLEAN()                                                                 \
+	do {                                                                                       \
+		if (rw_test_log_unexpected() != 0)                                                 \
+			fail_msg("%d unexpected warning(s), last: %s", rw_test_log_unexpected(),   \
+				 rw_test_log_last_unexpected());                                   \
 	} while (0)
 
 /** Build a config from pairs {"RINGWAY_X", "1", ..., NULL}.  Returns the
