@@ -331,9 +331,9 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 		close_data_links(c);
 		return err;
 	}
-	if (step < 0) { /* not from the data path: say where the collective is */
-		struct where w = where_of(r);
+	struct where w = where_of(r);
 
+	if (step < 0) { /* not from the data path: say where the collective is */
 		step = w.step;
 		chunk = w.chunk;
 	}
@@ -342,6 +342,13 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 	if (peer == c->rank)
 		RW_WARN(RW_LOG_COLL, "coll: rank %d: %s failed here (%s) at step %d, chunk %zu: %s",
 			c->rank, kind_of(r), what, step, chunk, strerror(-err));
+	else if (w.peer != c->rank && w.peer != peer)
+		/* the failed link is not what the collective waits on: say both */
+		RW_WARN(RW_LOG_COLL,
+			"coll: rank %d: %s: %s rank %d (%s) failed at step %d, chunk %zu: %s; "
+			"here %s rank %d (%s)",
+			c->rank, kind_of(r), what, peer, c->names[peer], step, chunk,
+			strerror(-err), w.what, w.peer, c->names[w.peer]);
 	else
 		RW_WARN(RW_LOG_COLL,
 			"coll: rank %d: %s: %s rank %d (%s) failed at step %d, chunk %zu: %s",
