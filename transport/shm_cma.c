@@ -223,6 +223,7 @@ void rw_shm_cma_job_retire(struct rw_shm_comm *c)
 	 * one chunk is short, and a dead sender writes nothing */
 	deadline = rw_now_ns() + 1000000000ull;
 	while (__atomic_load_n(&c->d.seg->prog.done, __ATOMIC_ACQUIRE) < claimed &&
-	       rw_now_ns() < deadline && rw_shm_check_peer(c, rw_now_ns(), rw_now_ns()) == 0)
+	       rw_now_ns() < deadline && !__atomic_load_n(&c->d.seg->tx.closed, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&c->d.seg->tx.failed, __ATOMIC_ACQUIRE) && !rw_shm_peer_exited(c))
 		sched_yield();
 }

@@ -119,16 +119,43 @@ int rw_shm_comm_check(struct rw_net_comm *comm, uint32_t magic, const char *call
 	return -EINVAL;
 }
 
+/* Sender: the first message not complete here (every earlier one was
+ * published whole, and acked when the receiver copies it from us). */
+static uint64_t first_incomplete(const struct rw_shm_comm *c)
+{
+	uint64_t seq = c->d.next_seq;
+
+	for (const struct rw_shm_req *r = c->d.q_head; r; r = r->next)
+		seq = RW_MIN(seq, r->seq);
+	return seq;
+}
+
 void rw_shm_conn_fail(struct rw_shm_comm *c, int rc, const char *why)
 {
+	struct rw_shm_seg *seg = c->d.seg;
+
 	if (c->fail)
 		return;
-	c->fail = rc;
 	if (why && !c->fail_logged)
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s %s: %s (%s)",
 			c->is_send ? "send comm to" : "receive comm from", c->peer, why,
 			strerror(-rc));
 	c->fail_logged = true;
+	if (!seg) {
+		c->fail = rc;
+		return;
+	}
+	/* tell the peer, which fails too (shm_layout.h, "Failure") */
+	if (c->is_send) {
+		__atomic_store_n(&seg->tx.failed_seq, first_incomplete(c), __ATOMIC_RELAXED);
+		__atomic_store_n(&seg->tx.failed, rc, __ATOMIC_RELEASE);
+	} else {
+		if (c->d.rx == RW_SHM_RX_CMA)
+			rw_shm_cma_job_retire(c); /* no write into our buffers after this */
+		__atomic_store_n(&seg->rx.failed, rc, __ATOMIC_RELEASE);
+	}
+	c->fail = rc;
+	rw_shm_ring(c);
 }
 
 void rw_shm_comm_moved(struct rw_shm_comm *c, uint64_t now)
@@ -263,6 +290,23 @@ int rw_shm_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 	return 0;
 }
 
+/* A dma-buf registration (the auto composite advertises dma-buf when its
+ * network transport can): shm moves device memory by CUDA IPC, which needs
+ * only the pointer, so the fd and offset are not used. */
+int rw_shm_reg_mr_dmabuf(struct rw_net_comm *comm, void *data, size_t size, int type,
+			 uint64_t offset, int fd, struct rw_net_mr **mr)
+{
+	(void)offset, (void)fd;
+	if (type != RW_PTR_CUDA) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: regMrDmaBuf(%p, %zu bytes, type %d): only device memory comes as "
+			"a dma-buf",
+			data, size, type);
+		return -EINVAL;
+	}
+	return rw_shm_reg_mr(comm, data, size, type, mr);
+}
+
 int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 {
 	struct rw_shm_comm *c = comm ? rw_shm_comm_from(comm) : NULL;
@@ -329,7 +373,7 @@ int rw_shm_test(struct rw_net_req *base, int *done, size_t *sizes)
 	c = rw_shm_comm_from(base->comm);
 	now = rw_now_ns();
 	if (!r->done && !progress(c, now) && !r->done && !c->fail &&
-	    rw_shm_check_peer(c, now, r->posted_ns) == 0) {
+	    rw_shm_check_peer(c, now, r->posted_ns, c->is_send ? "a send" : "a receive") == 0) {
 		rw_shm_idle(c, now);
 		progress(c, rw_now_ns());
 	}

@@ -37,14 +37,15 @@
 #include "transport/shm.h"
 #include "transport/shm_layout.h"
 
-#define RW_SHM_MAX_REQS	    (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS) /* per comm */
-#define RW_SHM_SLAB_REQS    32	       /* requests allocated together */
-#define RW_SHM_CMA_CHUNK    (1u << 20) /* bytes one side copies per claim */
-#define RW_SHM_CMA_BUDGET   4	       /* claims per progress call and side */
-#define RW_SHM_PAUSE_NS	    5000ull    /* pure polling before yielding */
-#define RW_SHM_SLEEP_MAX_NS 1000000ull /* longest sleep in one test() */
-#define RW_SHM_SLEEP_SHARED_NS 100000ull /* ... when other transports share the thread */
-#define RW_SHM_CHECK_NS	    1000000ull /* peer liveness checked this often */
+#define RW_SHM_MAX_REQS	       (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS) /* per comm */
+#define RW_SHM_SLAB_REQS       32	    /* requests allocated together */
+#define RW_SHM_CMA_CHUNK       (1u << 20)   /* bytes one side copies per claim */
+#define RW_SHM_CMA_BUDGET      4	    /* claims per progress call and side */
+#define RW_SHM_PAUSE_NS	       5000ull	    /* pure polling before yielding */
+#define RW_SHM_SLEEP_MAX_NS    1000000ull   /* longest sleep in one test() */
+#define RW_SHM_SLEEP_SHARED_NS 100000ull    /* ... when other transports share the thread */
+#define RW_SHM_CHECK_NS	       1000000ull   /* peer liveness checked this often */
+#define RW_SHM_MAX_P2P_BYTES   (1ull << 40) /* one message (NCCL's ceiling) */
 
 static_assert(RW_SHM_MAX_REQS < RW_SHM_ACK_RING, "ack ring too small");
 static_assert(RW_SHM_MAX_REQS < RW_SHM_POST_RING, "post ring too small");
@@ -98,8 +99,8 @@ struct rw_shm_net {
 	uint32_t nslots;
 	uint32_t slot_bytes; /* rounded up to 4 KiB */
 	uint64_t spin_ns;
-	uint64_t sleep_ns;     /* longest sleep in one test() */
-	int db_fd; /* our doorbell memfd, sent to every peer */
+	uint64_t sleep_ns; /* longest sleep in one test() */
+	int db_fd;	   /* our doorbell memfd, sent to every peer */
 	struct rw_shm_doorbell *db;
 	uint64_t last_progress_ns; /* atomic: any comm moved anything */
 	bool cuda;		   /* CUDA IPC usable */
@@ -193,8 +194,6 @@ struct rw_shm_req {
 	uint32_t mode;	/* enum rw_shm_slot_kind, 0 until chosen */
 	size_t sent;	/* bytes published into slots (FRAG) */
 	bool published; /* every slot of the message is out */
-	bool resolved;	/* its receive is known (replayed matching) */
-	int rstatus;	/* what the receiver will make of it */
 	/* receive: n messages, each to the buffer with its tag */
 	int n;
 	int nmatched;
@@ -253,6 +252,8 @@ struct rw_shm_data {
 	uint32_t post_used; /* its buffers taken so far (bit mask) */
 	int post_taken;	    /* its messages so far */
 	uint64_t seen_head, seen_acked, seen_claim, seen_posted;
+	uint64_t wait_since_ns; /* isend has answered "not now" since; 0: it took */
+	uint64_t wait_last_ns;	/* the last "not now" */
 
 	/* receiver */
 	uint64_t head;	 /* slots consumed */
@@ -344,6 +345,8 @@ int rw_shm_db_check(const struct rw_shm_doorbell *db, const char *peer);
 
 int rw_shm_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 		  struct rw_net_mr **mr);
+int rw_shm_reg_mr_dmabuf(struct rw_net_comm *comm, void *data, size_t size, int type,
+			 uint64_t offset, int fd, struct rw_net_mr **mr);
 int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr);
 int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
 		 struct rw_net_req **req);
@@ -368,8 +371,9 @@ struct rw_shm_req *rw_shm_req_get(struct rw_shm_comm *c, enum rw_shm_req_kind ki
 /** Append to / remove from the queue of unfinished requests. */
 void rw_shm_queue_push(struct rw_shm_comm *c, struct rw_shm_req *r);
 void rw_shm_queue_remove(struct rw_shm_comm *c, struct rw_shm_req *r);
-/** Fail the connection: every pending request then fails with rc.  Logs
- *  why once per comm (NULL: it was logged where detected). */
+/** Fail the connection: every pending request then fails with rc, every
+ *  later call at once; the peer is told (its failure word, shm_layout.h).
+ *  Logs why once per comm (NULL: it was logged where detected). */
 void rw_shm_conn_fail(struct rw_shm_comm *c, int rc, const char *why);
 /** Note that something moved on c (and in the instance). */
 void rw_shm_comm_moved(struct rw_shm_comm *c, uint64_t now);
@@ -394,7 +398,8 @@ void rw_shm_cma_job_start(struct rw_shm_comm *c, uint64_t seq, uint64_t src, cha
 long rw_shm_cma_work(struct rw_shm_comm *c);
 /** Receiver: 1 when every byte of the job is in (err: a copy's error). */
 int rw_shm_cma_job_done(struct rw_shm_comm *c, int *err);
-/** Receiver closing: stop new claims and wait (bounded) for the sender's. */
+/** Receiver closing or failing: stop new claims and wait (bounded) for the
+ *  sender's. */
 void rw_shm_cma_job_retire(struct rw_shm_comm *c);
 
 /* --- shm_wait.c ------------------------------------------------------------ */
@@ -406,12 +411,14 @@ bool rw_shm_peek(struct rw_shm_comm *c);
 /** After spin_ns without progress: sleep until rung or 1 ms passed. */
 void rw_shm_idle(struct rw_shm_comm *c, uint64_t now);
 /**
- * Is the connection still good for the request posted at posted_ns?
- * Rate-limited; fails the comm (logging once) when the peer exited or
- * closed its side, or when nothing moved for RINGWAY_TIMEOUT_MS since the
- * request was posted.  \return c->fail.
+ * Is the connection still good for what has waited since since_ns (what:
+ * "a receive", ... for the message)?  Rate-limited; fails the comm (logging
+ * once) when the peer exited or closed its side, or when nothing moved for
+ * RINGWAY_TIMEOUT_MS since then.  \return c->fail.
  */
-int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t posted_ns);
+int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t since_ns, const char *what);
+/** Has the peer process exited (pidfd, else kill(pid, 0))? */
+bool rw_shm_peer_exited(struct rw_shm_comm *c);
 /** pidfd_open(pid), or -1 when unavailable. */
 int rw_shm_pidfd_open(pid_t pid);
 

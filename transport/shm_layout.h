@@ -7,6 +7,10 @@
  * Version history (RW_SHM_VERSION):
  *   1  handle, hello/reply, segment (slot ring, in-order acks, CMA job),
  *      doorbell (futex word, sleepers).
+ *   2  the sender matches at isend (a message is published only into a
+ *      posted receive that takes it: NCCL's IB rule); each side's line
+ *      carries a failure word (failed, and the sender's failed_seq), so a
+ *      comm that fails tells its peer at once.
  *
  * Rendezvous.  A listener binds an AF_UNIX SOCK_SEQPACKET socket to the
  * abstract name RW_SHM_SOCK_PREFIX "<nonce as 16 hex digits>"; the handle
@@ -26,23 +30,33 @@
  *
  *   line 0  rw_shm_seg_hdr     written once by the creator
  *   line 1  sender line        tail (slots published), replayed (posted
- *                              receives the sender is done with), closed:
- *                              sender only
+ *                              receives the sender is done with), closed,
+ *                              failed, failed_seq: sender only
  *   line 2  receiver line      head (slots consumed), acked (messages
  *                              finished), posted (receives posted),
- *                              closed, accepted: receiver only
+ *                              closed, accepted, failed: receiver only
  *   line 3  CMA job            claim word, addresses, size: both sides
  *   line 4  CMA progress       bytes done, error: both sides
  *   5..36   ack status ring    receiver only
  *
  * Posted receives.  irecv writes its buffers' tags and sizes to the post
- * ring before it counts them in rx.posted; the sender replays the
- * receiver's matching on them (a message goes to the oldest receive still
- * owed one, to the buffer with its tag), so it knows the fate of a message
- * without waiting for the receiver: a message that fits a slot, or goes
- * through the slots, completes once it is out and its receive is known; one
- * copied from the sender's buffer (CMA, CUDA) completes when acked.
+ * ring before it counts them in rx.posted.  isend matches against them the
+ * way NCCL's IB transport does: a send is taken only when the oldest posted
+ * receive that still has a free buffer has one with the send's tag (else
+ * isend answers "not now" and the caller retries); the sender counts that
+ * receive done in tx.replayed once all its buffers are taken.  So every
+ * message in the ring has its receive and buffer known to both sides, in
+ * the same order: the receiver takes messages in sequence, each to the
+ * oldest receive with a free buffer of its tag.  A message that fits a
+ * slot, or goes through the slots, completes once it is out; one copied
+ * from the sender's buffer (CMA, CUDA) completes when acked.
  *
+ * Failure.  A side whose comm fails (a send larger than its buffer, a
+ * protocol error, a copy error) writes -errno into its line's failed word
+ * and rings.  The sender also writes failed_seq, the first message it did
+ * not publish whole: the receiver still takes the messages before it, then
+ * fails.  A close writes closed instead (the peer fails with ECONNRESET).
+
  * Each counter sits on its own 64-byte line with one writer, so a spinning
  * reader only misses when the line really changed (no false sharing).
  * Slot s of the ring is slot (s % nslots); a slot starts with a 64-byte
@@ -60,7 +74,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RW_SHM_VERSION	      1
+#define RW_SHM_VERSION	      2
 #define RW_SHM_MAGIC	      0x4d485352u /* "RSHM" as a little-endian word */
 #define RW_SHM_SEG_MAGIC      0x47455352u /* "RSEG" */
 #define RW_SHM_DB_MAGIC	      0x4c425752u /* "RWBL" */
@@ -174,11 +188,12 @@ static_assert(sizeof(struct rw_shm_seg_hdr) == RW_SHM_CACHELINE, "segment header
 
 /** Sender's line: only the sender writes it. */
 struct rw_shm_seg_tx {
-	uint64_t tail;	   /* slots published (monotonic) */
-	uint64_t replayed; /* posted receives the sender is done with */
-	uint32_t closed;   /* 1 once the sender closed its side */
-	uint32_t rsvd;
-	uint64_t pad[5];
+	uint64_t tail;	     /* slots published (monotonic) */
+	uint64_t replayed;   /* posted receives the sender is done with */
+	uint32_t closed;     /* 1 once the sender closed its side */
+	int32_t failed;	     /* -errno once the sender's comm failed, else 0 */
+	uint64_t failed_seq; /* first message not published whole (failed != 0) */
+	uint64_t pad[4];
 };
 
 /** Receiver's line: only the receiver writes it. */
@@ -188,7 +203,9 @@ struct rw_shm_seg_rx {
 	uint64_t posted;   /* receives posted; entries in the post ring */
 	uint32_t closed;   /* 1 once the receiver closed its side */
 	uint32_t accepted; /* 1 once the receiver validated everything */
-	uint64_t pad[4];
+	int32_t failed;	   /* -errno once the receiver's comm failed, else 0 */
+	uint32_t rsvd;
+	uint64_t pad[3];
 };
 
 /*

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The receiver's side of a connection.  Messages are taken from the ring in
- * order; each goes to the oldest posted receive that has an unfilled buffer
- * with its tag (the socket transport's rule).  A message that does not fit
- * its buffer is consumed without being copied and fails that receive, and
- * its ack carries -EMSGSIZE to the sender.  Every message is acked, in
- * order, once its bytes are in place.
+ * order; each goes to the oldest posted receive that has an unfilled buffer,
+ * to its buffer with the message's tag: the sender matched it the same way
+ * before it published it (shm_tx.c), so a message that matches no buffer,
+ * or does not fit its buffer, is a protocol error that fails the comm.
+ * Every message is acked, in order, once its bytes are in place.  When the
+ * sender failed its comm, the messages it completed are still taken, then
+ * this comm fails too.
  */
 #include "transport/shm_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +67,13 @@ static void finish_message(struct rw_shm_comm *c)
 	c->d.rx = RW_SHM_RX_IDLE;
 	c->d.cur_req = NULL;
 	c->d.rx_seq++;
+	if (st) { /* an error is final */
+		char why[96];
+
+		snprintf(why, sizeof(why), "message %llu (%llu bytes) could not be copied",
+			 (unsigned long long)c->d.cur_seq, (unsigned long long)c->d.cur_size);
+		rw_shm_conn_fail(c, st, why);
+	}
 }
 
 /* Copy into a receive buffer, host or device. */
@@ -230,33 +240,36 @@ static int start_message(struct rw_shm_comm *c)
 	if (!r)
 		return 0;
 	idx = match_tag(r, h.tag);
+	if (idx < 0) {
+		char why[200];
+
+		tags_str(r, tags, sizeof(tags));
+		snprintf(why, sizeof(why),
+			 "message %llu of %llu bytes with tag %d matches no free buffer of the "
+			 "oldest receive (tags %s): the sender broke the matching rule",
+			 (unsigned long long)h.seq, (unsigned long long)h.size, h.tag, tags);
+		rw_shm_conn_fail(c, -EPROTO, why);
+		return -EPROTO;
+	}
+	b = &r->buf[idx];
+	if (h.size > b->cap) {
+		char why[200];
+
+		snprintf(why, sizeof(why),
+			 "message %llu of %llu bytes with tag %d does not fit buffer %d (%zu "
+			 "bytes)",
+			 (unsigned long long)h.seq, (unsigned long long)h.size, h.tag, idx, b->cap);
+		rw_shm_conn_fail(c, -EMSGSIZE, why);
+		return -EMSGSIZE;
+	}
 	r->nmatched++;
+	b->matched = true;
 	c->d.cur_req = r;
 	c->d.cur_idx = idx;
 	c->d.cur_seq = h.seq;
 	c->d.cur_size = h.size;
 	c->d.cur_off = 0;
 	c->d.cur_err = 0;
-	if (idx < 0) {
-		tags_str(r, tags, sizeof(tags));
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-			"shm: receive comm from %s: message %llu of %llu bytes with tag %d matches "
-			"no buffer of the oldest receive (tags %s); dropped",
-			c->peer, (unsigned long long)h.seq, (unsigned long long)h.size, h.tag,
-			tags);
-		c->d.cur_err = -ENOMSG;
-	} else {
-		b = &r->buf[idx];
-		b->matched = true;
-		if (h.size > b->cap) {
-			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: receive comm from %s: message %llu of %llu bytes with tag %d "
-				"does not fit buffer %d (%zu bytes); dropped",
-				c->peer, (unsigned long long)h.seq, (unsigned long long)h.size,
-				h.tag, idx, b->cap);
-			c->d.cur_err = -EMSGSIZE;
-		}
-	}
 	switch (h.kind) {
 	case RW_SHM_SLOT_INLINE:
 		if (h.len != h.size || h.len > payload_bytes(c))
@@ -335,6 +348,34 @@ static long continue_message(struct rw_shm_comm *c, uint64_t tail)
 	}
 }
 
+/*
+ * The sender failed its comm: the messages before failed_seq it completed,
+ * so they are still taken; at failed_seq this comm fails too.  \return
+ * true once it failed.
+ */
+static bool peer_failed(struct rw_shm_comm *c)
+{
+	int st = __atomic_load_n(&c->d.seg->tx.failed, __ATOMIC_ACQUIRE);
+	uint64_t upto, next;
+	char why[160];
+
+	if (!st)
+		return false;
+	upto = __atomic_load_n(&c->d.seg->tx.failed_seq, __ATOMIC_RELAXED);
+	next = c->d.rx == RW_SHM_RX_IDLE ? c->d.rx_seq : c->d.cur_seq;
+	if (next < upto)
+		return false;
+	if (st == -EMSGSIZE)
+		snprintf(why, sizeof(why),
+			 "the sender's message %llu is larger than the buffer it matched",
+			 (unsigned long long)upto);
+	else
+		snprintf(why, sizeof(why), "the sender failed the connection (%s)",
+			 strerror(st < 0 && st > -4096 ? -st : EPROTO));
+	rw_shm_conn_fail(c, st == -EMSGSIZE || st == -EPROTO ? st : -ECONNRESET, why);
+	return true;
+}
+
 int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_data *d = &c->d;
@@ -345,7 +386,7 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 		return 0;
 	tail = __atomic_load_n(&d->seg->tx.tail, __ATOMIC_ACQUIRE);
 	d->seen_tail = tail;
-	while (moved < RX_BUDGET_BYTES) {
+	while (moved < RX_BUDGET_BYTES && !peer_failed(c)) {
 		long n;
 
 		if (d->rx == RW_SHM_RX_IDLE) {
@@ -363,7 +404,7 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 			d->seen_tail = tail;
 		}
 	}
-	if (moved || d->acked != acked0 || d->head != head0) {
+	if (moved || d->acked != acked0 || d->head != head0 || c->fail) {
 		rw_shm_ring(c);
 		rw_shm_comm_moved(c, now);
 		return 1;
@@ -405,6 +446,14 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 	for (int i = 0; i < n; i++) {
 		struct rw_shm_mr *m = mrs[i] ? rw_shm_mr_from(mrs[i]) : NULL;
 
+		if (sizes[i] > rw_shm_comm_net(c)->props.max_p2p_bytes) {
+			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+				"shm: irecv buffer %d of %zu bytes from %s: larger than the %zu "
+				"bytes one message may have (maxP2pBytes); refused",
+				i, sizes[i], c->peer, rw_shm_comm_net(c)->props.max_p2p_bytes);
+			return -EMSGSIZE;
+		}
+
 		if (!m || m->magic != RW_SHM_MR_MAGIC || mrs[i]->comm != comm ||
 		    (sizes[i] && (!data[i] || (char *)data[i] < m->addr ||
 				  (char *)data[i] + sizes[i] > m->addr + m->size))) {
@@ -416,6 +465,10 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 		}
 	}
 	if (c->fail)
+		return c->fail;
+	/* a peer that closed or failed makes this call fail, not the next test */
+	rw_shm_rx_progress(c, rw_now_ns());
+	if (rw_shm_check_peer(c, rw_now_ns(), rw_now_ns(), "a receive"))
 		return c->fail;
 	if (c->d.posted - __atomic_load_n(&c->d.seg->tx.replayed, __ATOMIC_ACQUIRE) >=
 		    RW_SHM_POST_RING ||

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The sender's side of a connection: isend queues a message and publishes
- * what fits at once; progress publishes the rest, helps the receiver with a
- * cross-memory-attach job of ours, and completes sends the receiver acked.
+ * The sender's side of a connection: isend takes a message only when a
+ * posted receive takes it (NCCL's IB rule: the oldest receive with a free
+ * buffer, the buffer with the send's tag; otherwise "not now", *req NULL),
+ * queues it and publishes what fits at once; progress publishes the rest,
+ * helps the receiver with a cross-memory-attach job of ours, and completes
+ * sends the receiver acked.
  *
  * A message goes out as one of (chosen when its first slot is written):
  *   INLINE  the message fits one slot's payload;
@@ -10,11 +13,14 @@
  *           receiver can read our memory: one descriptor slot;
  *   CUDA    device memory: one descriptor slot with the IPC handle;
  *   FRAG    otherwise: pieces of one slot payload each, pipelined.
- * A send completes when the receiver acked it, with the status it acked, so
- * a message that did not fit fails on both sides.
+ * A message through the slots completes once it is out; one the receiver
+ * copies from our buffer (CMA, CUDA) when acked, with the status acked.  A
+ * send larger than its buffer is known at isend: it fails, and the
+ * connection with it on both sides (shm_layout.h, "Failure").
  */
 #include "transport/shm_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/rw_log.h"
@@ -126,66 +132,8 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t he
 }
 
 /*
- * Replay the receiver's matching for the messages whose receive is posted:
- * message after message, the oldest receive still owed one, the buffer with
- * the message's tag.  The result is what the receiver will do with it.
- */
-static int resolve(struct rw_shm_comm *c)
-{
-	struct rw_shm_data *d = &c->d;
-	uint64_t posted = __atomic_load_n(&d->seg->rx.posted, __ATOMIC_ACQUIRE);
-	int moved = posted != d->seen_posted;
-
-	d->seen_posted = posted;
-	for (struct rw_shm_req *r = d->q_head; r; r = r->next) {
-		struct rw_shm_post e;
-		int i;
-
-		if (r->resolved)
-			continue;
-		if (d->post_cur >= posted)
-			break; /* its receive is not posted yet */
-		memcpy(&e, &d->post[d->post_cur % RW_SHM_POST_RING], sizeof(e));
-		if (e.n < 1 || e.n > RW_SHM_MAX_RECVS || e.seq != d->post_cur) {
-			rw_shm_conn_fail(c, -EPROTO, "a posted receive is garbled");
-			return moved;
-		}
-		for (i = 0; i < (int)e.n; i++) {
-			if (!(d->post_used & (1u << i)) && e.tag[i] == r->tag)
-				break;
-		}
-		if (i == (int)e.n) {
-			r->rstatus = -ENOMSG;
-			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-				"shm: send comm to %s: send of %zu bytes with tag %d matches no "
-				"buffer of the peer's receive #%llu; the peer drops it",
-				c->peer, r->size, r->tag, (unsigned long long)e.seq);
-		} else {
-			d->post_used |= 1u << i;
-			r->rstatus = r->size > e.size[i] ? -EMSGSIZE : 0;
-			if (r->rstatus)
-				RW_WARN(RW_LOG_NET | RW_LOG_SHM,
-					"shm: send comm to %s: send of %zu bytes with tag %d is "
-					"larger than the peer's buffer %d of receive #%llu (%llu "
-					"bytes); the peer drops it",
-					c->peer, r->size, r->tag, i, (unsigned long long)e.seq,
-					(unsigned long long)e.size[i]);
-		}
-		r->resolved = true;
-		moved = 1;
-		if (++d->post_taken == (int)e.n) {
-			d->post_cur++;
-			d->post_used = 0;
-			d->post_taken = 0;
-			__atomic_store_n(&d->seg->tx.replayed, d->post_cur, __ATOMIC_RELEASE);
-		}
-	}
-	return moved;
-}
-
-/*
- * Complete the sends that are over: a message that went through the slots
- * once it is out and resolved (our buffer is free, its fate known); one the
+ * Complete the sends that are over: one that went through the slots once
+ * it is out (the receive it goes to was known when isend took it); one the
  * receiver copies from our buffer (CMA, CUDA) once acked, with the ack's
  * status.
  */
@@ -199,12 +147,7 @@ static int complete_sends(struct rw_shm_comm *c)
 	d->seen_acked = acked;
 	for (r = d->q_head; r && r->published; r = next) {
 		next = r->next;
-		/* never leave the queue unresolved: the replay walks the queue */
-		if (!r->resolved)
-			break;
-		if (r->mode == RW_SHM_SLOT_INLINE || r->mode == RW_SHM_SLOT_FRAG) {
-			r->err = r->rstatus;
-		} else {
+		if (r->mode == RW_SHM_SLOT_CMA || r->mode == RW_SHM_SLOT_CUDA) {
 			int st;
 
 			if (r->seq >= acked)
@@ -238,10 +181,25 @@ static int help_cma(struct rw_shm_comm *c)
 	return moved;
 }
 
+/* The receiver failed its comm: what was acked stays done, the rest fails. */
+static bool peer_failed(struct rw_shm_comm *c)
+{
+	int st = __atomic_load_n(&c->d.seg->rx.failed, __ATOMIC_ACQUIRE);
+	char why[96];
+
+	if (!st)
+		return false;
+	complete_sends(c);
+	snprintf(why, sizeof(why), "the receiver failed the connection (%s)",
+		 strerror(st < 0 && st > -4096 ? -st : EPROTO));
+	rw_shm_conn_fail(c, st == -EMSGSIZE || st == -EPROTO ? st : -ECONNRESET, why);
+	return true;
+}
+
 int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_data *d = &c->d;
-	uint64_t head, tail0 = d->tail;
+	uint64_t head, tail0 = d->tail, posted;
 	int moved = 0;
 	bool stall = false;
 
@@ -252,9 +210,11 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 			return 0;
 		moved = d->accepted;
 	}
-	moved |= resolve(c);
-	if (c->fail)
-		return 0;
+	if (peer_failed(c))
+		return 1;
+	posted = __atomic_load_n(&d->seg->rx.posted, __ATOMIC_ACQUIRE);
+	moved |= posted != d->seen_posted;
+	d->seen_posted = posted;
 	if (d->accepted && help_cma(c))
 		moved = 1;
 	head = __atomic_load_n(&d->seg->rx.head, __ATOMIC_ACQUIRE);
@@ -276,42 +236,140 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 	return moved;
 }
 
+/*
+ * NCCL's IB rule (p2p.cc, ncclIbIsend): the send goes to the oldest posted
+ * receive that still has a free buffer, and only to a free buffer of that
+ * receive with its tag.  \return the buffer's index, -1 when there is none
+ * now (receive not posted yet, or its buffers with this tag are taken),
+ * or -EPROTO (the comm failed: a garbled post entry).
+ */
+static int match(struct rw_shm_comm *c, int tag, struct rw_shm_post *e)
+{
+	struct rw_shm_data *d = &c->d;
+	uint64_t posted = __atomic_load_n(&d->seg->rx.posted, __ATOMIC_ACQUIRE);
+
+	if (d->post_cur >= posted)
+		return -1;
+	memcpy(e, &d->post[d->post_cur % RW_SHM_POST_RING], sizeof(*e));
+	if (e->n < 1 || e->n > RW_SHM_MAX_RECVS || e->seq != d->post_cur) {
+		rw_shm_conn_fail(c, -EPROTO, "a posted receive is garbled");
+		return -EPROTO;
+	}
+	for (int i = 0; i < (int)e->n; i++) {
+		if (!(d->post_used & (1u << i)) && e->tag[i] == tag)
+			return i;
+	}
+	return -1;
+}
+
+/* Buffer i of the current posted receive is taken. */
+static void take(struct rw_shm_comm *c, const struct rw_shm_post *e, int i)
+{
+	struct rw_shm_data *d = &c->d;
+
+	d->post_used |= 1u << i;
+	if (++d->post_taken == (int)e->n) {
+		d->post_cur++;
+		d->post_used = 0;
+		d->post_taken = 0;
+		__atomic_store_n(&d->seg->tx.replayed, d->post_cur, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * isend found no buffer for tag: the caller will try again.  Retrying is
+ * still a wait on the peer, so it is bounded: a peer that closed or exited
+ * fails the comm now, one that posts nothing taking the send for
+ * RINGWAY_TIMEOUT_MS (nothing moving) fails it then.  The clock starts at
+ * the first "not now" of a run of retries.
+ */
+static int isend_wait(struct rw_shm_comm *c, uint64_t now, int tag, size_t size)
+{
+	struct rw_shm_data *d = &c->d;
+	uint64_t limit = (uint64_t)c->base.net->cfg.timeout_ms * 1000000ull;
+	char what[96];
+
+	if (!d->wait_since_ns || now - d->wait_last_ns > limit)
+		d->wait_since_ns = now;
+	d->wait_last_ns = now;
+	snprintf(what, sizeof(what), "an isend of %zu bytes with tag %d waiting for its receive",
+		 size, tag);
+	return rw_shm_check_peer(c, now, d->wait_since_ns, what);
+}
+
+/* The send is larger than its buffer: it fails, and so does the connection
+ * on both sides (the receiver learns it from our failure word). */
+static void refuse_oversize(struct rw_shm_comm *c, struct rw_shm_req *r,
+			    const struct rw_shm_post *e, int i)
+{
+	char why[200];
+
+	snprintf(why, sizeof(why),
+		 "send of %zu bytes with tag %d is larger than buffer %d (%llu bytes) of the "
+		 "peer's receive #%llu",
+		 r->size, r->tag, i, (unsigned long long)e->size[i], (unsigned long long)e->seq);
+	r->err = -EMSGSIZE;
+	r->done = true;
+	rw_shm_conn_fail(c, -EMSGSIZE, why);
+}
+
 int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
 		 struct rw_net_req **req)
 {
 	struct rw_shm_comm *c;
 	struct rw_shm_mr *m = mr ? rw_shm_mr_from(mr) : NULL;
+	struct rw_shm_post e;
 	struct rw_shm_req *r;
-	int rc = rw_shm_comm_check(comm, RW_SHM_SEND_MAGIC, "isend", &c);
+	uint64_t now;
+	int rc = rw_shm_comm_check(comm, RW_SHM_SEND_MAGIC, "isend", &c), i;
 
 	if (rc)
 		return rc;
+	if (req && size > rw_shm_comm_net(c)->props.max_p2p_bytes) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: isend of %zu bytes (tag %d) to %s: larger than the %zu bytes one "
+			"message may have (maxP2pBytes); refused",
+			size, tag, c->peer, rw_shm_comm_net(c)->props.max_p2p_bytes);
+		return -EMSGSIZE;
+	}
 	if (!req || !m || m->magic != RW_SHM_MR_MAGIC || mr->comm != comm || (size && !data) ||
 	    (size && ((char *)data < m->addr || (char *)data + size > m->addr + m->size)) ||
 	    (m->type == RW_PTR_CUDA && !m->exported)) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
 			"shm: isend(%p, %zu bytes, tag %d, mr %p) to %s: bad arguments (the data "
-			"must "
-			"lie in a registration of this comm)",
+			"must lie in a registration of this comm)",
 			data, size, tag, (void *)mr, c->peer);
 		return -EINVAL;
 	}
 	if (c->fail)
 		return c->fail;
-	r = rw_shm_req_get(c, RW_SHM_REQ_SEND);
-	if (!r) {
+	now = rw_now_ns();
+	rw_shm_tx_progress(c, now);
+	if (c->fail)
+		return c->fail;
+	i = match(c, tag, &e);
+	if (i == -EPROTO)
+		return c->fail;
+	if (i < 0 || !(r = rw_shm_req_get(c, RW_SHM_REQ_SEND))) {
 		*req = NULL;
-		return 0;
+		return isend_wait(c, now, tag, size);
 	}
+	c->d.wait_since_ns = 0;
 	r->data = data;
 	r->size = size;
 	r->tag = tag;
 	r->mr = m;
 	r->type = m->type;
+	r->posted_ns = now;
+	take(c, &e, i);
+	if (size > e.size[i]) {
+		refuse_oversize(c, r, &e, i);
+		*req = &r->base;
+		return 0;
+	}
 	r->seq = c->d.next_seq++;
-	r->posted_ns = rw_now_ns();
 	rw_shm_queue_push(c, r);
-	rw_shm_tx_progress(c, r->posted_ns);
+	rw_shm_tx_progress(c, now);
 	*req = &r->base;
 	return 0;
 }

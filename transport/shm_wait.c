@@ -57,12 +57,14 @@ bool rw_shm_peek(struct rw_shm_comm *c)
 		       __atomic_load_n(&s->rx.acked, __ATOMIC_ACQUIRE) != c->d.seen_acked ||
 		       __atomic_load_n(&s->rx.posted, __ATOMIC_ACQUIRE) != c->d.seen_posted ||
 		       __atomic_load_n(&s->job.claim, __ATOMIC_ACQUIRE) != c->d.seen_claim ||
-		       __atomic_load_n(&s->rx.closed, __ATOMIC_ACQUIRE) != 0;
+		       __atomic_load_n(&s->rx.closed, __ATOMIC_ACQUIRE) != 0 ||
+		       __atomic_load_n(&s->rx.failed, __ATOMIC_ACQUIRE) != 0;
 	}
 	if (c->d.rx == RW_SHM_RX_CMA || c->d.rx == RW_SHM_RX_CUDA)
 		return true; /* a copy is ours to drive or to poll: do not sleep */
 	return __atomic_load_n(&s->tx.tail, __ATOMIC_ACQUIRE) != c->d.seen_tail ||
-	       __atomic_load_n(&s->tx.closed, __ATOMIC_ACQUIRE) != 0;
+	       __atomic_load_n(&s->tx.closed, __ATOMIC_ACQUIRE) != 0 ||
+	       __atomic_load_n(&s->tx.failed, __ATOMIC_ACQUIRE) != 0;
 }
 
 void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
@@ -111,8 +113,7 @@ int rw_shm_pidfd_open(pid_t pid)
 	return -1;
 }
 
-/* Has the peer process exited? */
-static bool peer_exited(struct rw_shm_comm *c)
+bool rw_shm_peer_exited(struct rw_shm_comm *c)
 {
 	if (c->d.pidfd >= 0) {
 		struct pollfd p = {.fd = c->d.pidfd, .events = POLLIN};
@@ -124,11 +125,11 @@ static bool peer_exited(struct rw_shm_comm *c)
 	return false;
 }
 
-int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t posted_ns)
+int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t since_ns, const char *what)
 {
 	uint64_t limit = (uint64_t)c->base.net->cfg.timeout_ms * 1000000ull;
-	uint64_t last = RW_MAX(c->progress_ns, posted_ns);
-	char why[160];
+	uint64_t last = RW_MAX(c->progress_ns, since_ns);
+	char why[200];
 
 	if (c->fail)
 		return c->fail;
@@ -142,14 +143,14 @@ int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t posted_ns)
 			rw_shm_conn_fail(c, -ECONNRESET, "the peer closed its side");
 			return c->fail;
 		}
-		if (peer_exited(c)) {
+		if (rw_shm_peer_exited(c)) {
 			rw_shm_conn_fail(c, -ECONNRESET, "the peer process exited");
 			return c->fail;
 		}
 	}
 	if (now > last && now - last > limit) {
-		snprintf(why, sizeof(why), "nothing moved for %lld ms with a %s pending",
-			 (long long)c->base.net->cfg.timeout_ms, c->is_send ? "send" : "receive");
+		snprintf(why, sizeof(why), "nothing moved for %lld ms with %s pending",
+			 (long long)c->base.net->cfg.timeout_ms, what);
 		rw_shm_conn_fail(c, -ETIMEDOUT, why);
 	}
 	return c->fail;

@@ -119,8 +119,9 @@ static int segments_mapped(void)
 	return n;
 }
 
-/* Child: connect, send `size` bytes (the slots fill), say so, then either
- * exit normally after the parent received it, or hang until killed. */
+/* Child: connect, send `size` bytes into the parent's posted receive (the
+ * slots fill), say so, then either exit normally after the parent received
+ * it, or hang until killed. */
 static void child_sender_common(struct shm_child *k, size_t size, bool finish)
 {
 	struct rw_net *n = NULL;
@@ -211,9 +212,10 @@ static void no_segment_left_behind(void **state)
 		assert_int_equal(shm_wait_accept(l, &r), 0);
 		assert_int_equal(segments_mapped(), 1);
 		assert_int_equal(rw_net_reg_mr(r, buf, BIG, RW_PTR_HOST, &mr), 0);
+		/* a send is taken only into a posted receive: post it first */
+		rc = shm_recv(r, buf, BIG, 0, mr, &req);
 		if (peers[i] == child_sends_and_hangs) /* it stopped: slots full */
 			assert_int_equal(shm_pipe_read(k.from[0], &c, 1), 0);
-		rc = shm_recv(r, buf, BIG, 0, mr, &req);
 		if (peers[i] == child_connects_and_crashes) {
 			/* handed out failed: the first request says the peer is gone */
 			if (rc == 0)
@@ -265,11 +267,13 @@ static void killed_mid_message(bool cma)
 	assert_true(shm_child_start(&k, child_sends_and_hangs) > 0);
 	assert_int_equal(shm_wait_accept(l, &r), 0);
 	assert_int_equal(rw_net_reg_mr(r, buf, BIG, RW_PTR_HOST, &mr), 0);
+	/* the receive first (a send is taken only into one), then the sender
+	 * puts out what it can and stops */
+	assert_int_equal(shm_recv(r, buf, BIG, 0, mr, &req), 0);
 	assert_int_equal(shm_pipe_read(k.from[0], &c, 1), 0);
 	/* take what the sender put out (a few slots, or the first chunks of
 	 * the copy: at most 8 MiB a call), then the sender dies half way */
 	rw_shm_stats_get(&s0);
-	assert_int_equal(shm_recv(r, buf, BIG, 0, mr, &req), 0);
 	for (uint64_t end = rw_now_ms() + SHM_WAIT_MS;;) {
 		int done = 0;
 
