@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The ib transport's data path: irecv posts clear-to-send entries into the
- * sender's FIFO; isend matches them in order and writes the data with
- * immediate, in pieces over the QPs; iflush reads back through a loopback
- * QP; test polls the comm's CQ and watches the peer.  Protocol and layouts
+ * sender's FIFO; isend matches them as NCCL's IB transport does (p2p.cc,
+ * ncclIbIsend): only the FIFO slot of the oldest receive not yet fully
+ * matched, only a free entry of it with the send's tag, else "not now"
+ * (*req NULL, the caller retries); a taken send is written at once with
+ * immediate, in pieces over the QPs.  iflush reads back through a loopback
+ * QP; test polls the comm's CQ and watches the peer.  An error fails the
+ * comm: every later call answers with it at once.  Protocol and layouts
  * are in ib_proto.h.  Nothing here blocks.
  */
 #define _GNU_SOURCE
@@ -121,18 +125,21 @@ static void deliver(struct rw_ib_comm *c, uint32_t imm, uint32_t byte_len)
 		return; /* for a receive that already failed and was given back */
 	c->progress_ms = rw_now_ms();
 	if (pieces == RW_IB_IMM_ERR_TAG || pieces == RW_IB_IMM_ERR_SIZE) {
+		/* the receive fails, and the comm with it (an error is final) */
 		if (!r->rc) {
 			r->rc = pieces == RW_IB_IMM_ERR_SIZE ? -EMSGSIZE : -EPROTO;
-			RW_WARN(RW_LOG_NET,
-				"NET/IB: %s: peer %s (GID %s) sent a message %s buffer %u "
-				"(%zu bytes) of receive %u",
-				c->dev->name, c->peer, c->peer_gid,
-				pieces == RW_IB_IMM_ERR_SIZE ? "larger than"
-							     : "with a tag matching no",
-				idx, r->cap[idx], r->seq);
+			if (!c->failed)
+				RW_WARN(RW_LOG_NET,
+					"NET/IB: %s: peer %s (GID %s) sent a message %s buffer "
+					"%u (%zu bytes) of receive %u",
+					c->dev->name, c->peer, c->peer_gid,
+					pieces == RW_IB_IMM_ERR_SIZE ? "larger than"
+								     : "with a tag matching no",
+					idx, r->cap[idx], r->seq);
 		}
 		r->pieces[idx] = r->got[idx] = 1;
 		r->left--;
+		rw_ib_comm_fail(c, r->rc);
 		return;
 	}
 	if (r->pieces[idx] && r->pieces[idx] != pieces) {
@@ -167,8 +174,11 @@ static void comm_poll(struct rw_ib_comm *c)
 				wc_failed(c, &wc[i], kind, qpi);
 				continue;
 			}
-			if (c->failed)
-				continue; /* its requests are given back already */
+			/* a failed comm's sends and flushes may be given back
+			 * already; its receives are found by sequence number, and
+			 * data that did arrive still completes them */
+			if (c->failed && kind != RW_IB_WR_RECV)
+				continue;
 			switch (kind) {
 			case RW_IB_WR_DATA:
 				r->pending--;
@@ -178,7 +188,8 @@ static void comm_poll(struct rw_ib_comm *c)
 				r->pending--;
 				break;
 			case RW_IB_WR_RECV:
-				rw_ib_post_recvs(c, qpi, 1);
+				if (!c->failed)
+					rw_ib_post_recvs(c, qpi, 1);
 				deliver(c, ntohl(wc[i].imm_data), wc[i].byte_len);
 				break;
 			default:
@@ -283,94 +294,59 @@ static int post_pieces(struct rw_ib_comm *c, struct rw_ib_req *r, const struct r
 	return 0;
 }
 
-static void sendq_pop(struct rw_ib_comm *c)
+/*
+ * The CTS slot of the oldest receive not yet fully matched (cts_seq), read
+ * whole into e.  \return its entries (1..RW_NET_MAX_RECVS), 0 when it has
+ * not (all) arrived, or -EPROTO (garbled: the comm failed).
+ */
+static int cts_slot(struct rw_ib_comm *c, struct rw_ib_cts *e)
 {
-	c->sendq = c->sendq->next;
-	if (!c->sendq)
-		c->sendq_tail = NULL;
+	const struct rw_ib_cts *slot =
+		&c->fifo[(size_t)(c->cts_seq % RW_IB_FIFO_SLOTS) * RW_NET_MAX_RECVS];
+	unsigned int nreqs;
+
+	if (!cts_read(&slot[0], c->cts_seq, &e[0]))
+		return 0;
+	nreqs = e[0].nreqs;
+	if (nreqs < 1 || nreqs > RW_NET_MAX_RECVS) {
+		RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) posted a receive of %u buffers",
+			c->dev->name, c->peer, c->peer_gid, nreqs);
+		rw_ib_comm_fail(c, -EPROTO);
+		return -EPROTO;
+	}
+	for (unsigned int i = 1; i < nreqs; i++)
+		if (!cts_read(&slot[i], c->cts_seq, &e[i]))
+			return 0; /* the rest of the slot is still on its way */
+	if (c->cts_seen != c->cts_seq) {
+		c->cts_seen = c->cts_seq; /* a new receive: a sign of life */
+		c->progress_ms = rw_now_ms();
+	}
+	return (int)nreqs;
 }
 
-/* Match queued sends against the CTS slots that arrived, in order. */
-static void send_match(struct rw_ib_comm *c)
+/* Entry idx of the current slot is taken; the next slot once all are. */
+static void cts_take(struct rw_ib_comm *c, int idx, int nreqs)
 {
-	struct rw_ib_req *r;
-
-	while (!c->failed && (r = c->sendq)) {
-		const struct rw_ib_cts *slot =
-			&c->fifo[(size_t)(c->cts_seq % RW_IB_FIFO_SLOTS) * RW_NET_MAX_RECVS];
-		struct rw_ib_cts e[RW_NET_MAX_RECVS];
-		unsigned int nreqs, full;
-		int idx = -1;
-
-		if (!cts_read(&slot[0], c->cts_seq, &e[0]))
-			return;
-		nreqs = e[0].nreqs;
-		if (nreqs < 1 || nreqs > RW_NET_MAX_RECVS) {
-			RW_WARN(RW_LOG_NET,
-				"NET/IB: %s: peer %s (GID %s) posted a receive of %u buffers",
-				c->dev->name, c->peer, c->peer_gid, nreqs);
-			rw_ib_comm_fail(c, -EPROTO);
-			return;
-		}
-		for (unsigned int i = 1; i < nreqs; i++)
-			if (!cts_read(&slot[i], c->cts_seq, &e[i]))
-				return; /* the rest of the slot is still on its way */
-		c->progress_ms = rw_now_ms();
-		full = (1u << nreqs) - 1;
-		for (unsigned int i = 0; i < nreqs && idx < 0; i++)
-			if (!(c->slot_used & (1u << i)) && e[i].tag == r->tag)
-				idx = (int)i;
-		if (c->sq_used[c->rr] + (int)nreqs > RW_IB_SQ_DEPTH)
-			return; /* room for notices first */
-		if (idx < 0) {
-			RW_WARN(RW_LOG_NET,
-				"NET/IB: %s: send with tag %d matches no buffer of peer %s's "
-				"receive %u (GID %s): both fail",
-				c->dev->name, r->tag, c->peer, c->cts_seq, c->peer_gid);
-			for (unsigned int i = 0; i < nreqs; i++)
-				if (!(c->slot_used & (1u << i)) &&
-				    post_notice(c, &e[i], i, RW_IB_IMM_ERR_TAG))
-					return;
-			r->rc = -EPROTO;
-			c->slot_used = (uint8_t)full;
-		} else if (r->size > e[idx].size) {
-			RW_WARN(RW_LOG_NET,
-				"NET/IB: %s: message of %zu bytes (tag %d) is larger than "
-				"peer %s's receive buffer of %llu bytes (GID %s): both fail",
-				c->dev->name, r->size, r->tag, c->peer,
-				(unsigned long long)e[idx].size, c->peer_gid);
-			if (post_notice(c, &e[idx], (unsigned int)idx, RW_IB_IMM_ERR_SIZE))
-				return;
-			r->rc = -EMSGSIZE;
-			c->slot_used |= (uint8_t)(1u << idx);
-		} else {
-			int rc = post_pieces(c, r, &e[idx], (unsigned int)idx);
-
-			if (rc)
-				return; /* no room (retried later), or the comm failed */
-			r->matched = true;
-			c->slot_used |= (uint8_t)(1u << idx);
-		}
-		sendq_pop(c);
-		if (c->slot_used == full) {
-			c->slot_used = 0;
-			c->cts_seq = seq_next(c->cts_seq);
-		}
+	c->slot_used |= (uint8_t)(1u << idx);
+	if (c->slot_used == (1u << nreqs) - 1) {
+		c->slot_used = 0;
+		c->cts_seq = seq_next(c->cts_seq);
 	}
 }
 
 /* --- progress and the peer's health ------------------------------------------------------ */
 
-/* Has the set-up connection ended (the peer process is gone)?  It stays
- * silent after the set-up, so any end of it means that.  0: no; else the
- * errno to report.  At most one probe per millisecond. */
-static int peer_gone(struct rw_ib_comm *c)
+/* Has the set-up connection ended (the peer process is gone, or closed
+ * the comm)?  It stays silent after the set-up, so any end of it means
+ * that.  0: no; else the errno to report.  At most one probe per
+ * millisecond; with nothing pending only when idle_too. */
+static int peer_gone(struct rw_ib_comm *c, bool idle_too)
 {
 	uint64_t now = rw_now_ms();
 	char b;
 	ssize_t n;
 
-	if (c->failed || c->npending == 0 || now == c->probe_ms)
+	if (c->failed || (c->npending == 0 && !idle_too) || now == c->probe_ms)
 		return 0;
 	c->probe_ms = now;
 	n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -393,7 +369,7 @@ static int incomplete(const struct rw_ib_comm *c)
 			continue;
 		switch (r->kind) {
 		case RW_IB_REQ_SEND:
-			n += !r->matched || r->pending > 0;
+			n += r->pending > 0;
 			break;
 		case RW_IB_REQ_RECV:
 			n += r->left > 0;
@@ -463,12 +439,27 @@ static void comm_watch(struct rw_ib_comm *c, int gone)
  * still counts. */
 static void comm_progress(struct rw_ib_comm *c)
 {
-	int gone = peer_gone(c);
+	int gone = peer_gone(c, false);
 
 	comm_poll(c);
-	if (c->magic == RW_IB_SEND_MAGIC)
-		send_match(c);
 	comm_watch(c, gone);
+}
+
+/* With nothing pending, a peer that is gone fails the comm at once: no
+ * acknowledgement can be on its way.  call: the caller, for the message. */
+static void idle_watch(struct rw_ib_comm *c, const char *call)
+{
+	int gone;
+
+	if (c->failed || c->npending)
+		return;
+	gone = peer_gone(c, true);
+	if (!gone)
+		return;
+	RW_WARN(RW_LOG_NET, "NET/IB: %s: %s: peer %s (GID %s, QPN %#x) is gone (%s)", c->dev->name,
+		call, c->peer, c->peer_gid, c->rqpn[0],
+		gone == ECONNRESET ? "it closed the connection" : strerror(gone));
+	rw_ib_comm_fail(c, gone == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
 }
 
 /* A comm of the given kind: 0, -EINVAL (wrong kind) or -EBADF (closed). */
@@ -487,41 +478,103 @@ static int comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm
 	return 0;
 }
 
+/*
+ * isend found nothing to take: the caller will try again.  Retrying is still
+ * a wait on the peer, so it is bounded: a peer that is gone fails the comm
+ * now, one that posts nothing taking the send for RINGWAY_TIMEOUT_MS
+ * (nothing arriving) fails it then.  The clock starts at the first "not
+ * now" of a run of retries.  \return 0 or the comm's error.
+ */
+static int isend_wait(struct rw_ib_comm *c, int tag, size_t size)
+{
+	uint64_t now = rw_now_ms(), limit = (uint64_t)c->net->base.cfg.timeout_ms;
+
+	if (!c->wait_since_ms || now - c->wait_last_ms > limit)
+		c->wait_since_ms = now;
+	c->wait_last_ms = now;
+	idle_watch(c, "isend");
+	if (!c->failed && now - RW_MAX(c->wait_since_ms, c->progress_ms) > limit) {
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: no receive of peer %s (GID %s, QPN %#x) took the send of %zu "
+			"bytes with tag %d for %llu ms (RINGWAY_TIMEOUT_MS)",
+			c->dev->name, c->peer, c->peer_gid, c->rqpn[0], size, tag,
+			(unsigned long long)(now - RW_MAX(c->wait_since_ms, c->progress_ms)));
+		rw_ib_comm_fail(c, -ETIMEDOUT);
+	}
+	return c->failed;
+}
+
+/* The send is larger than entry e: it fails, and the connection with it on
+ * both sides (the receiver learns it from the notice).  0, or -EAGAIN when
+ * the notice finds no room yet. */
+static int refuse_oversize(struct rw_ib_comm *c, struct rw_ib_req *r, const struct rw_ib_cts *e,
+			   unsigned int idx)
+{
+	if (c->sq_used[c->rr] >= RW_IB_SQ_DEPTH)
+		return -EAGAIN;
+	RW_WARN(RW_LOG_NET,
+		"NET/IB: %s: message of %zu bytes (tag %d) is larger than buffer %u of peer %s's "
+		"receive %u (%llu bytes, GID %s): both fail",
+		c->dev->name, r->size, r->tag, idx, c->peer, c->cts_seq,
+		(unsigned long long)e->size, c->peer_gid);
+	post_notice(c, e, idx, RW_IB_IMM_ERR_SIZE); /* a failure fails the comm too */
+	r->rc = -EMSGSIZE;
+	rw_ib_comm_fail(c, -EMSGSIZE);
+	return 0;
+}
+
 int rw_ib_isend(struct rw_net_comm *base, void *data, size_t size, int tag, struct rw_net_mr *mr,
 		struct rw_net_req **req)
 {
+	struct rw_ib_cts e[RW_NET_MAX_RECVS];
 	struct rw_ib_comm *c;
 	struct rw_ib_mr *m;
-	struct rw_ib_req *r;
-	int rc = comm_check(base, RW_IB_SEND_MAGIC, &c);
+	struct rw_ib_req *r = NULL;
+	int rc = comm_check(base, RW_IB_SEND_MAGIC, &c), nreqs, idx = -1;
 
 	if (rc)
 		return rc;
+	if (req && size > RW_IB_MAX_MSG) {
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: send of %zu bytes (tag %d) to peer %s: larger than the %zu "
+			"bytes one message may have (maxP2pBytes); refused",
+			c->dev->name, size, tag, c->peer, RW_IB_MAX_MSG);
+		return -EMSGSIZE;
+	}
 	m = rw_ib_mr_of(c, mr);
 	if (!req || !data || !m)
 		return -EINVAL;
-	if (size > RW_IB_MAX_MSG) {
-		RW_WARN(RW_LOG_NET, "NET/IB: %s: send of %zu bytes to peer %s exceeds %zu bytes",
-			c->dev->name, size, c->peer, RW_IB_MAX_MSG);
-		return -EMSGSIZE;
-	}
 	comm_progress(c);
 	if (c->failed)
 		return c->failed;
-	if (c->nsends >= RW_IB_FIFO_SLOTS || !(r = req_get(c, RW_IB_REQ_SEND))) {
+	nreqs = cts_slot(c, e);
+	if (nreqs < 0)
+		return c->failed;
+	for (int i = 0; i < nreqs && idx < 0; i++)
+		if (!(c->slot_used & (1u << i)) && e[i].tag == tag)
+			idx = i;
+	if (idx < 0 || c->nsends >= RW_IB_FIFO_SLOTS || !(r = req_get(c, RW_IB_REQ_SEND))) {
 		*req = NULL;
-		return 0;
+		return isend_wait(c, tag, size);
 	}
 	r->data = data;
 	r->size = size;
 	r->tag = tag;
 	r->lkey = m->lkey;
-	if (c->sendq_tail)
-		c->sendq_tail->next = r;
+	if (size > e[idx].size)
+		rc = refuse_oversize(c, r, &e[idx], (unsigned int)idx);
 	else
-		c->sendq = r;
-	c->sendq_tail = r;
-	send_match(c);
+		rc = post_pieces(c, r, &e[idx], (unsigned int)idx);
+	if (rc) {
+		req_put(c, r);
+		if (rc != -EAGAIN)
+			return rc; /* the comm failed (logged) */
+		*req = NULL;	   /* no room on a QP yet: like no CTS */
+		return isend_wait(c, tag, size);
+	}
+	r->matched = true;
+	cts_take(c, idx, nreqs);
+	c->wait_since_ms = 0;
 	*req = &r->base;
 	return 0;
 }
@@ -545,6 +598,15 @@ int rw_ib_irecv(struct rw_net_comm *base, int n, void **data, const size_t *size
 	if (!req || !data || !sizes || !tags || !mrs || n < 1 || n > RW_NET_MAX_RECVS)
 		return -EINVAL;
 	for (int i = 0; i < n; i++) {
+		if (sizes[i] > RW_IB_MAX_MSG) {
+			RW_WARN(RW_LOG_NET,
+				"NET/IB: %s: receive buffer %d of %zu bytes from peer %s: larger "
+				"than the %zu bytes one message may have (maxP2pBytes); refused",
+				c->dev->name, i, sizes[i], c->peer, RW_IB_MAX_MSG);
+			return -EMSGSIZE;
+		}
+	}
+	for (int i = 0; i < n; i++) {
 		struct rw_ib_mr *m = rw_ib_mr_of(c, mrs[i]);
 
 		if (!m || (!data[i] && sizes[i]))
@@ -552,6 +614,7 @@ int rw_ib_irecv(struct rw_net_comm *base, int n, void **data, const size_t *size
 		rkeys[i] = m->rkey;
 	}
 	comm_progress(c);
+	idle_watch(c, "irecv");
 	if (c->failed)
 		return c->failed;
 	if (c->nrecvs >= RW_IB_FIFO_SLOTS || c->sq_used[0] >= RW_IB_SQ_DEPTH ||
@@ -676,20 +739,6 @@ static void recv_forget(struct rw_ib_comm *c, struct rw_ib_req *r)
 		c->nrecvs--;
 }
 
-static void send_forget(struct rw_ib_comm *c, struct rw_ib_req *r)
-{
-	struct rw_ib_req **pp = &c->sendq, *prev = NULL;
-
-	for (; *pp; prev = *pp, pp = &(*pp)->next) {
-		if (*pp == r) {
-			*pp = r->next;
-			if (c->sendq_tail == r)
-				c->sendq_tail = prev;
-			return;
-		}
-	}
-}
-
 int rw_ib_test(struct rw_net_req *base, int *done, size_t *sizes)
 {
 	struct rw_ib_req *r;
@@ -716,8 +765,6 @@ int rw_ib_test(struct rw_net_req *base, int *done, size_t *sizes)
 			rc = c->failed;
 		if (fin && sizes)
 			sizes[0] = r->size;
-		if (rc || fin)
-			send_forget(c, r);
 		break;
 	case RW_IB_REQ_RECV:
 		if (r->rc)

@@ -584,11 +584,16 @@ void rw_ib_dev_props(const struct rw_ib_dev *d, struct rw_net_props *p)
 		p->ptr_support |= RW_PTR_CUDA;
 	if (h->gdr == RW_IB_GDR_DMABUF)
 		p->ptr_support |= RW_PTR_DMABUF;
-	p->reg_is_global = 0;
+	/* the registration cache is per HCA: a regMr inside a live earlier
+	 * registration (e.g. NCCL's ncclCommRegister on another comm) only
+	 * takes a reference, as in NCCL's own IB transport (regIsGlobal 1);
+	 * dma-buf registrations are not cached, so not where device memory
+	 * comes as dma-bufs */
+	p->reg_is_global = h->gdr != RW_IB_GDR_DMABUF;
 	p->force_flush = 0;
 	p->speed_mbps = d->speed_mbps;
 	p->port = d->port;
-	p->latency_us = 0;
+	p->latency_us = 0; /* unknown here (fabric-dependent): NCCL's default, as its IB */
 	p->max_comms = RW_IB_MAX_COMMS;
 	p->max_recvs = RW_NET_MAX_RECVS;
 	p->vdev_ndevs = 1;

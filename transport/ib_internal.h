@@ -9,7 +9,8 @@
  *   ib_conn.c   listeners, connect/accept state machines (TCP set-up)
  *   ib_comm.c   comm resources, QPs to RTS, close
  *   ib_mr.c     the registration cache, reg_mr/reg_mr_dmabuf/dereg_mr
- *   ib_data.c   isend/irecv/iflush/test: CTS matching, pieces, completions
+ *   ib_data.c   isend/irecv/iflush/test: CTS matching (NCCL's rule), pieces,
+ *               completions, failed comms
  *   ib_util.c   pure helpers and the live-object counters (ib.h)
  *
  * Ownership.  The rw_ib_net owns the HCAs (context, PD, registration cache,
@@ -301,7 +302,7 @@ struct rw_ib_req {
 	size_t size;
 	int tag;
 	uint32_t lkey;
-	bool matched; /* its CTS entry was found */
+	bool matched; /* its CTS entry was taken (always, once handed out) */
 	/* receive */
 	int n;
 	int left;    /* entries not yet complete */
@@ -344,9 +345,11 @@ struct rw_ib_comm {
 	/* send side */
 	struct rw_ib_cts *fifo; /* [RW_IB_FIFO_SLOTS][RW_NET_MAX_RECVS] */
 	struct ibv_mr *fifo_mr;
-	uint32_t cts_seq;		      /* the CTS slot expected next */
-	uint8_t slot_used;		      /* entries of that slot taken */
-	struct rw_ib_req *sendq, *sendq_tail; /* sends not yet matched */
+	uint32_t cts_seq;	/* the CTS slot of the oldest receive not fully matched */
+	uint32_t cts_seen;	/* the last slot counted as a sign of life */
+	uint8_t slot_used;	/* entries of that slot taken */
+	uint64_t wait_since_ms; /* isend has answered "not now" since; 0: it took */
+	uint64_t wait_last_ms;	/* the last "not now" */
 	/* receive side */
 	struct rw_ib_cts *stage; /* CTS entries, as written to the peer */
 	struct ibv_mr *stage_mr;

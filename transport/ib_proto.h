@@ -15,15 +15,21 @@
  *   irecv    request seq s (1, 2, ...) of n buffers: the receiver RDMA
  *            WRITEs n CTS entries (address, size, rkey, tag) into FIFO
  *            slot s % RW_IB_FIFO_SLOTS of the sender.
- *   isend    sends match CTS slots in order; within a slot a send takes
- *            the first unused entry with its tag.  The data goes by RDMA
- *            WRITE WITH IMMEDIATE straight into the receive buffer, split
- *            into pieces over the connection's QPs; each piece's immediate
- *            names the request, the entry and the number of pieces, and
- *            each piece's byte_len counts toward the received size.
- *   errors   a send larger than its entry, or with a tag no entry of the
- *            slot takes, fails; the sender tells the receiver with a
- *            zero-length write whose immediate carries the error code.
+ *   isend    NCCL's rule (p2p.cc, ncclIbIsend): a send may take only an
+ *            unused entry with its tag of the oldest CTS slot not yet fully
+ *            taken; when there is none (slot not arrived, or its entries
+ *            with that tag taken) isend answers "not now" and the caller
+ *            retries, so slots are taken in order and nothing is sent that
+ *            no receive takes.  The data goes by RDMA WRITE WITH IMMEDIATE
+ *            straight into the receive buffer, split into pieces over the
+ *            connection's QPs; each piece's immediate names the request,
+ *            the entry and the number of pieces, and each piece's byte_len
+ *            counts toward the received size.
+ *   errors   a send larger than its entry fails, and the connection with
+ *            it; the sender tells the receiver with a zero-length write
+ *            whose immediate carries the error code (RW_IB_IMM_ERR_SIZE).
+ *            RW_IB_IMM_ERR_TAG is never sent any more (a send is taken only
+ *            by an entry with its tag); a receiver still fails on it.
  *
  * Version history (RW_IB_VERSION):
  *   1  handle, connection record, CTS entry and immediate as below.

@@ -98,12 +98,43 @@ static int auto_devices(struct rw_net *base, int *ndev)
 	return 0;
 }
 
+/*
+ * A device of the composite is the network transport's device, but a comm
+ * made on it may be an shm one: NCCL uses one set of properties for both,
+ * so what a comm may be asked must hold for both.  The network's identity,
+ * speed and latency; the smaller of each limit (maxRecvs, maxP2pBytes,
+ * maxCollBytes, maxMultiRequestSize, maxComms); regIsGlobal only if both;
+ * device memory only if shm can take it too (shm takes dma-buf
+ * registrations as plain device pointers).
+ */
 static int auto_get_properties(struct rw_net *base, int dev, struct rw_net_props *props)
 {
 	struct rw_auto_net *a = auto_from(base);
+	struct rw_net_props p, q;
+	int rc;
 
-	return a->sock ? rw_net_get_properties(a->sock, dev, props)
-		       : rw_net_get_properties(a->shm, dev, props);
+	if (!a->sock)
+		return rw_net_get_properties(a->shm, dev, props);
+	if (!props)
+		return -EINVAL;
+	rc = rw_net_get_properties(a->sock, dev, &p);
+	if (rc || !a->shm)
+		goto out;
+	rc = rw_net_get_properties(a->shm, 0, &q);
+	if (rc)
+		return rc;
+	p.max_recvs = RW_MIN(p.max_recvs, q.max_recvs);
+	p.max_p2p_bytes = RW_MIN(p.max_p2p_bytes, q.max_p2p_bytes);
+	p.max_coll_bytes = RW_MIN(p.max_coll_bytes, q.max_coll_bytes);
+	p.max_multi_request_size = RW_MIN(p.max_multi_request_size, q.max_multi_request_size);
+	p.max_comms = RW_MIN(p.max_comms, q.max_comms);
+	p.reg_is_global = p.reg_is_global && q.reg_is_global;
+	if (!(q.ptr_support & RW_PTR_CUDA))
+		p.ptr_support &= ~(RW_PTR_CUDA | RW_PTR_DMABUF);
+out:
+	if (rc == 0)
+		*props = p;
+	return rc;
 }
 
 static int auto_listen(struct rw_net *base, int dev, void *handle,

@@ -225,8 +225,11 @@ static void devices_gids_and_properties(void **state)
 	assert_int_equal(p.guid, 0x0002c90300ab0011ull);
 	assert_int_equal(p.port, 1);
 	assert_null(p.pci_path);
-	assert_int_equal(p.ptr_support, RW_PTR_HOST); /* no GPU, no nvidia-peermem */
-	assert_int_equal(p.max_recvs, RW_NET_MAX_RECVS);
+	assert_int_equal(p.ptr_support, RW_PTR_HOST);	 /* no GPU, no nvidia-peermem */
+	assert_int_equal(p.max_recvs, RW_NET_MAX_RECVS); /* the CTS FIFO: isend sees receives */
+	assert_int_equal(p.reg_is_global, 1);		 /* the per-HCA registration cache */
+	assert_true(p.max_p2p_bytes == 30ull << 30);	 /* 30 pieces of at most 1 GiB */
+	assert_int_equal(p.max_multi_request_size, 1);
 	assert_int_equal(p.vdev_devs[0], 0);
 	assert_int_equal(rw_net_get_properties(net, 1, &p), 0);
 	assert_string_equal(p.name, "sv_roce0");
@@ -416,7 +419,8 @@ static void fault_case(const char *tx_faults, const char *rx_faults, int want_rc
 			 (unsigned long long)el, TIMEOUT_MS);
 	/* the warning may come from the async-event thread, a moment after the
 	 * data path already failed: give it a bounded while */
-	for (uint64_t end = rw_now_ms() + 2000; rw_test_log_count(want_log) < 1 && rw_now_ms() < end;)
+	for (uint64_t end = rw_now_ms() + 2000;
+	     rw_test_log_count(want_log) < 1 && rw_now_ms() < end;)
 		usleep(1000);
 	if (rw_test_log_count(want_log) < 1)
 		fail_msg("no warning says '%s'", want_log);
