@@ -13,12 +13,16 @@
  *    non-blocking calls from isend/irecv/test.  Larger messages are striped
  *    over all streams; stream j > 0 is driven by its own helper thread,
  *    started with the first striped message, sleeping when idle;
- *  - the receiver checks each message against the buffer its tag picks;
- *    one that does not fit is dropped (never an overrun) and both sides fail
- *    with -EMSGSIZE: the receive at once, the send comm once the receiver's
- *    nack arrives (that send, or the comm's next call);
+ *  - matching follows NCCL's IB transport: irecv posts the receive to the
+ *    sender, and isend takes a message only when the oldest receive not yet
+ *    filled has a free buffer with its tag (else *req == NULL: try again);
+ *    receives fill in posting order.  A message larger than its buffer is
+ *    refused by the sender and both sides fail with -EMSGSIZE;
+ *  - a failed comm (peer gone, refused message, protocol or stream error)
+ *    answers every later call at once with its first error;
  *  - every wait on the peer is bounded by RINGWAY_TIMEOUT_MS: a request
- *    pending that long with no byte moving on its comm fails -ETIMEDOUT.
+ *    pending that long with no byte moving on its comm fails -ETIMEDOUT, and
+ *    so does isend when it found nothing to match for that long.
  */
 #ifndef RW_SOCK_H
 #define RW_SOCK_H
@@ -37,10 +41,10 @@ struct rw_sock_ifaddr {
 
 /** Which rule picked the interfaces. */
 enum rw_sock_if_rule {
-	RW_SOCK_IF_RULE_SPEC,        /**< the user's RINGWAY_SOCKET_IFNAME */
-	RW_SOCK_IF_RULE_DEFAULT,     /**< all but lo*, docker*, virbr* */
-	RW_SOCK_IF_RULE_DOCKER,      /**< fallback: only docker* exist */
-	RW_SOCK_IF_RULE_LOOPBACK,    /**< fallback: only lo* exist */
+	RW_SOCK_IF_RULE_SPEC,	  /**< the user's RINGWAY_SOCKET_IFNAME */
+	RW_SOCK_IF_RULE_DEFAULT,  /**< all but lo*, docker*, virbr* */
+	RW_SOCK_IF_RULE_DOCKER,	  /**< fallback: only docker* exist */
+	RW_SOCK_IF_RULE_LOOPBACK, /**< fallback: only lo* exist */
 };
 
 /**
@@ -63,8 +67,7 @@ enum rw_sock_if_rule {
  * \param[out] rule  which rule chose them (may be NULL)
  * \return 0, or -EINVAL on NULL arguments.
  */
-int rw_sock_if_select(const char *spec, int family,
-		      const struct rw_sock_ifaddr *in, size_t nin,
+int rw_sock_if_select(const char *spec, int family, const struct rw_sock_ifaddr *in, size_t nin,
 		      struct rw_sock_ifaddr *out, size_t max, size_t *nout,
 		      enum rw_sock_if_rule *rule);
 
@@ -81,13 +84,13 @@ int rw_sock_handle_addr(const void *handle, struct sockaddr_storage *out);
 
 /** Objects alive right now, process-wide (all rw_sock instances). */
 struct rw_sock_live {
-	long nets;       /**< transport instances */
-	long listeners;  /**< open listeners */
-	long comms;      /**< open or connecting comms */
-	long reqs;       /**< requests handed out and not yet completed */
-	long mrs;        /**< registrations */
-	long threads;    /**< helper threads */
-	long fds;        /**< sockets this transport opened */
+	long nets;	/**< transport instances */
+	long listeners; /**< open listeners */
+	long comms;	/**< open or connecting comms */
+	long reqs;	/**< requests handed out and not yet completed */
+	long mrs;	/**< registrations */
+	long threads;	/**< helper threads */
+	long fds;	/**< sockets this transport opened */
 };
 
 /** Snapshot the counters (relaxed reads; exact once the transport is idle). */

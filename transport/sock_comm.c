@@ -8,11 +8,10 @@
 #include "transport/sock_internal.h"
 
 /* Most bytes close reads from a stream so that unread input (messages or
- * nacks nobody asked for) does not turn the close into a reset. */
+ * posts of receives nobody filled) does not turn the close into a reset. */
 #define CLOSE_DRAIN_BYTES (1 << 20)
 
-struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t magic,
-					const char *peer)
+struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t magic, const char *peer)
 {
 	struct rw_sock_comm *c = calloc(1, sizeof(*c));
 
@@ -92,9 +91,23 @@ int rw_sock_comm_fail(struct rw_sock_comm *c, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	RW_WARN(RW_LOG_NET, "socket: %s %s: %s: %s", rw_sock_comm_dir(c), c->peer,
-		what, strerror(-err));
+	RW_WARN(RW_LOG_NET, "socket: %s %s: %s: %s", rw_sock_comm_dir(c), c->peer, what,
+		strerror(-err));
 	/* Wake helpers blocked in send/recv: the connection is dead anyway. */
+	for (int i = 0; i < d->nstreams; i++)
+		shutdown(d->streams[i].fd, SHUT_RDWR);
+	return err;
+}
+
+int rw_sock_comm_abort(struct rw_sock_comm *c, int err)
+{
+	struct rw_sock_data *d = c->d;
+	int expected = 0;
+
+	if (!atomic_compare_exchange_strong(&d->err, &expected, err))
+		err = expected;
+	/* Wake helpers blocked in send/recv; the peer sees the end after
+	 * what was written before. */
 	for (int i = 0; i < d->nstreams; i++)
 		shutdown(d->streams[i].fd, SHUT_RDWR);
 	return err;
@@ -118,7 +131,7 @@ static bool comm_busy(const struct rw_sock_comm *c)
 	struct rw_sock_data *d = c->d;
 
 	if (d->nreqs || (c->magic == RW_SOCK_RECV_MAGIC ? d->rx.state != RW_SOCK_RX_HDR
-						     : d->tx.q0_head != d->tx.q0_tail))
+							: d->tx.q0_head != d->tx.q0_tail))
 		return true;
 	for (int i = 0; i < d->nstreams; i++)
 		if (!rw_sock_stream_idle(&d->streams[i]))
@@ -196,7 +209,8 @@ static int close_comm(struct rw_net_comm *comm, uint32_t magic, const char *call
 	if (c->magic != magic) {
 		RW_WARN(RW_LOG_NET, "socket: %s on a %s", call,
 			c->magic == RW_SOCK_SEND_MAGIC || c->magic == RW_SOCK_RECV_MAGIC
-				? "comm of the other direction" : "foreign object");
+				? "comm of the other direction"
+				: "foreign object");
 		return -EINVAL;
 	}
 	rw_sock_comm_close(c);
@@ -239,13 +253,15 @@ int rw_sock_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 		return rc;
 	c = rw_sock_comm_from(comm);
 	if (!mr || (!data && size)) {
-		RW_WARN(RW_LOG_NET, "socket: reg_mr(data=%p, size=%zu, mr=%p) on %s %s: bad arguments",
-			data, size, (void *)mr, rw_sock_comm_dir(c), c->peer);
+		RW_WARN(RW_LOG_NET,
+			"socket: reg_mr(data=%p, size=%zu, mr=%p) on %s %s: bad arguments", data,
+			size, (void *)mr, rw_sock_comm_dir(c), c->peer);
 		return -EINVAL;
 	}
 	if (type == RW_PTR_CUDA || type == RW_PTR_DMABUF) {
 		RW_WARN(RW_LOG_NET,
-			"socket: reg_mr of %s memory (%p, %zu bytes): the socket transport moves host memory only",
+			"socket: reg_mr of %s memory (%p, %zu bytes): the socket transport moves "
+			"host memory only",
 			type == RW_PTR_CUDA ? "CUDA" : "dma-buf", data, size);
 		return -ENOTSUP;
 	}
@@ -296,8 +312,8 @@ int rw_sock_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 		rw_sock_list_del(&m->link);
 	pthread_mutex_unlock(&c->mr_lock);
 	if (!m) {
-		RW_WARN(RW_LOG_NET, "socket: dereg_mr(%p): not a registration of %s %s",
-			(void *)mr, rw_sock_comm_dir(c), c->peer);
+		RW_WARN(RW_LOG_NET, "socket: dereg_mr(%p): not a registration of %s %s", (void *)mr,
+			rw_sock_comm_dir(c), c->peer);
 		return -EINVAL;
 	}
 	m->magic = 0;
@@ -306,18 +322,17 @@ int rw_sock_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 	return 0;
 }
 
-int rw_sock_mr_check(struct rw_sock_comm *c, struct rw_net_mr *mr,
-		     const void *data, size_t size, const char *call)
+int rw_sock_mr_check(struct rw_sock_comm *c, struct rw_net_mr *mr, const void *data, size_t size,
+		     const char *call)
 {
 	struct rw_sock_mr *m;
 	bool inside;
 
 	pthread_mutex_lock(&c->mr_lock);
 	m = mr ? mr_find(c, mr) : NULL;
-	inside = m && (size == 0 ||
-		       ((uintptr_t)data >= (uintptr_t)m->addr &&
-			(uintptr_t)data - (uintptr_t)m->addr <= m->size &&
-			size <= m->size - ((uintptr_t)data - (uintptr_t)m->addr)));
+	inside = m && (size == 0 || ((uintptr_t)data >= (uintptr_t)m->addr &&
+				     (uintptr_t)data - (uintptr_t)m->addr <= m->size &&
+				     size <= m->size - ((uintptr_t)data - (uintptr_t)m->addr)));
 	pthread_mutex_unlock(&c->mr_lock);
 	if (!m) {
 		RW_WARN(RW_LOG_NET, "socket: %s on %s %s: mr %p is not a registration of this comm",
@@ -328,9 +343,10 @@ int rw_sock_mr_check(struct rw_sock_comm *c, struct rw_net_mr *mr,
 	 * works here; say so once, as it would fail on an RDMA transport. */
 	if (!inside)
 		RW_WARN_ONCE(RW_LOG_NET,
-			     "socket: %s on %s %s: buffer %p (+%zu bytes) lies outside its registration %p (+%zu bytes); accepted, host memory needs none",
-			     call, rw_sock_comm_dir(c), c->peer, data, size,
-			     (void *)m->addr, m->size);
+			     "socket: %s on %s %s: buffer %p (+%zu bytes) lies outside its "
+			     "registration %p (+%zu bytes); accepted, host memory needs none",
+			     call, rw_sock_comm_dir(c), c->peer, data, size, (void *)m->addr,
+			     m->size);
 	return 0;
 }
 
@@ -362,6 +378,7 @@ struct rw_sock_req *rw_sock_req_alloc(struct rw_sock_comm *c)
 	r->next_free = NULL;
 	r->err = 0;
 	atomic_store_explicit(&r->parts, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->cut, false, memory_order_relaxed);
 	r->post_ms = rw_now_ms();
 	d->nreqs++;
 	rw_sock_live_add(RW_SOCK_LIVE_REQS, 1);

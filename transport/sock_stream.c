@@ -15,8 +15,6 @@
 #include "common/rw_nvtx.h"
 #include "transport/sock_internal.h"
 
-#define DISCARD_CHUNK (64 * 1024)
-
 static bool stalled(struct rw_sock_comm *c, uint64_t last_ms)
 {
 	return rw_now_ms() - last_ms >= (uint64_t)c->timeout_ms;
@@ -30,18 +28,18 @@ static int op_send(struct rw_sock_stream *s, struct rw_sock_op *op)
 
 	while (op->hdr_done < op->hdr_len || op->done < op->len) {
 		struct iovec iov[2];
-		struct msghdr m = { .msg_iov = iov };
+		struct msghdr m = {.msg_iov = iov};
 		int err = atomic_load_explicit(&d->err, memory_order_acquire);
 		ssize_t n;
 
 		if (err)
 			return err;
 		if (op->hdr_done < op->hdr_len)
-			iov[m.msg_iovlen++] = (struct iovec){
-				(char *)&op->hdr + op->hdr_done, op->hdr_len - op->hdr_done };
+			iov[m.msg_iovlen++] = (struct iovec){(char *)&op->hdr + op->hdr_done,
+							     op->hdr_len - op->hdr_done};
 		if (op->done < op->len)
-			iov[m.msg_iovlen++] = (struct iovec){ op->buf + op->done,
-							      op->len - op->done };
+			iov[m.msg_iovlen++] =
+				(struct iovec){op->buf + op->done, op->len - op->done};
 		n = sendmsg(s->fd, &m, MSG_NOSIGNAL);
 		if (n > 0) {
 			size_t h = RW_MIN((size_t)n, (size_t)(op->hdr_len - op->hdr_done));
@@ -58,39 +56,32 @@ static int op_send(struct rw_sock_stream *s, struct rw_sock_op *op)
 			if (!stalled(c, last))
 				continue;
 			return rw_sock_comm_fail(c, -ETIMEDOUT,
-				"stream %d: the peer took no data for %lld ms (%zu of %zu bytes of a slice sent)",
-				s->index, (long long)c->timeout_ms, op->done, op->len);
+						 "stream %d: the peer took no data for %lld ms "
+						 "(%zu of %zu bytes of a slice sent)",
+						 s->index, (long long)c->timeout_ms, op->done,
+						 op->len);
 		}
-		return rw_sock_comm_fail(c, n < 0 ? -errno : -EPIPE,
-					 "stream %d: send of a %zu-byte slice failed after %zu bytes",
-					 s->index, op->len, op->done);
+		return rw_sock_comm_fail(
+			c, n < 0 ? -errno : -EPIPE,
+			"stream %d: send of a %zu-byte slice failed after %zu bytes", s->index,
+			op->len, op->done);
 	}
 	return 0;
 }
 
-static int op_recv(struct rw_sock_stream *s, struct rw_sock_op *op,
-		   char **scratch)
+static int op_recv(struct rw_sock_stream *s, struct rw_sock_op *op)
 {
 	struct rw_sock_comm *c = s->comm;
 	struct rw_sock_data *d = c->d;
 	uint64_t last = rw_now_ms();
 
-	if (!op->buf && !*scratch) {
-		*scratch = malloc(DISCARD_CHUNK);
-		if (!*scratch)
-			return rw_sock_comm_fail(c, -ENOMEM, "stream %d: discard buffer",
-						 s->index);
-	}
 	while (op->done < op->len) {
 		int err = atomic_load_explicit(&d->err, memory_order_acquire);
 		ssize_t n;
 
 		if (err)
 			return err;
-		if (op->buf)
-			n = recv(s->fd, op->buf + op->done, op->len - op->done, MSG_WAITALL);
-		else
-			n = recv(s->fd, *scratch, RW_MIN(op->len - op->done, DISCARD_CHUNK), 0);
+		n = recv(s->fd, op->buf + op->done, op->len - op->done, MSG_WAITALL);
 		if (n > 0) {
 			op->done += (size_t)n;
 			last = rw_now_ms();
@@ -103,16 +94,20 @@ static int op_recv(struct rw_sock_stream *s, struct rw_sock_op *op,
 			if (!stalled(c, last))
 				continue;
 			return rw_sock_comm_fail(c, -ETIMEDOUT,
-				"stream %d: no data from the peer for %lld ms (%zu of %zu bytes of a slice received)",
-				s->index, (long long)c->timeout_ms, op->done, op->len);
+						 "stream %d: no data from the peer for %lld ms "
+						 "(%zu of %zu bytes of a slice received)",
+						 s->index, (long long)c->timeout_ms, op->done,
+						 op->len);
 		}
 		if (n == 0)
-			return rw_sock_comm_fail(c, -ECONNRESET,
-				"stream %d: the peer closed the connection in the middle of a message (%zu of %zu bytes of a slice received)",
+			return rw_sock_comm_fail(
+				c, -ECONNRESET,
+				"stream %d: the peer closed the connection in the middle of a "
+				"message (%zu of %zu bytes of a slice received)",
 				s->index, op->done, op->len);
-		return rw_sock_comm_fail(c, -errno,
-					 "stream %d: recv of a %zu-byte slice failed after %zu bytes",
-					 s->index, op->len, op->done);
+		return rw_sock_comm_fail(
+			c, -errno, "stream %d: recv of a %zu-byte slice failed after %zu bytes",
+			s->index, op->len, op->done);
 	}
 	return 0;
 }
@@ -121,7 +116,6 @@ static void *stream_main(void *arg)
 {
 	struct rw_sock_stream *s = arg;
 	bool sender = s->comm->magic == RW_SOCK_SEND_MAGIC;
-	char *scratch = NULL;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
@@ -137,10 +131,8 @@ static void *stream_main(void *arg)
 		/* An error is recorded on the comm; the op still completes so
 		 * that its request can report it. */
 		RW_NVTX_PUSH(sender ? "socket send slice" : "socket recv slice");
-		if (sender)
-			op_send(s, op);
-		else
-			op_recv(s, op, &scratch);
+		if (sender ? op_send(s, op) : op_recv(s, op))
+			atomic_store_explicit(&op->req->cut, true, memory_order_relaxed);
 		RW_NVTX_POP();
 		atomic_fetch_sub_explicit(&op->req->parts, 1, memory_order_release);
 
@@ -149,7 +141,6 @@ static void *stream_main(void *arg)
 		atomic_fetch_sub_explicit(&s->outstanding, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&s->lock);
-	free(scratch);
 	return NULL;
 }
 
