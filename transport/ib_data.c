@@ -103,14 +103,21 @@ static void wc_failed(struct rw_ib_comm *c, const struct ibv_wc *wc, int kind, i
 {
 	uint32_t rqpn = qpi == FLUSH_QPI ? wc->qp_num : c->rqpn[qpi];
 
+	char b;
+	bool gone;
+
 	if (c->failed)
 		return; /* the flushes that follow the first error */
+	/* a peer whose set-up connection ended closed the comm or exited: that
+	 * is why its QP stopped answering (retries exhausted, ...) */
+	gone = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 	RW_WARN(RW_LOG_NET,
 		"NET/IB: %s: %s on QP %#x to peer %s (GID %s, LID %u, QPN %#x) "
-		"failed: %s (status %d, vendor error %#x)",
+		"failed: %s (status %d, vendor error %#x)%s",
 		c->dev->name, wr_kind_str(kind), wc->qp_num, c->peer, c->peer_gid, c->peer_lid,
-		rqpn, c->net->v.wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
-	rw_ib_comm_fail(c, rw_ibv_status_errno(wc->status));
+		rqpn, c->net->v.wc_status_str(wc->status), (int)wc->status, wc->vendor_err,
+		gone ? "; the peer is gone (it closed the connection)" : "");
+	rw_ib_comm_fail(c, gone ? -ECONNRESET : rw_ibv_status_errno(wc->status));
 }
 
 /* An immediate arrived: account it to its receive request. */
