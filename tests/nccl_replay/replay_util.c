@@ -183,6 +183,24 @@ void rp_child_setup(int version, void **ctx, struct h_props *props)
 
 /* --- connections ----------------------------------------------------------------- */
 
+/* NCCL hands the context its hints before connect and accept (net.cc
+ * setNetAttrs) when the table has setNetAttr (v11+); unknown fields are
+ * NCCL_NET_ATTR_UNDEF. */
+static_assert(sizeof(ncclNetAttr_v11_t) == sizeof(ncclNetAttr_v12_t), "one attr layout");
+
+static void set_net_attr(void *ctx)
+{
+	ncclNetAttr_v11_t a;
+	int rc = ncclSuccess;
+
+	memset(&a, 0xff, sizeof(a)); /* every field NCCL_NET_ATTR_UNDEF */
+	if (h_version == 11 && ((const ncclNet_v11_t *)h_table())->setNetAttr)
+		rc = ((const ncclNet_v11_t *)h_table())->setNetAttr(ctx, &a);
+	if (h_version == 12 && ((const ncclNet_v12_t *)h_table())->setNetAttr)
+		rc = ((const ncclNet_v12_t *)h_table())->setNetAttr(ctx, (ncclNetAttr_v12_t *)&a);
+	H_CHECK(rc == ncclSuccess, "v%d setNetAttr: %d", h_version, rc);
+}
+
 void rp_link_open(struct rp_ctl *ctl, void *ctx, int nch, struct rp_link *l)
 {
 	char mine[RP_MAX_CH][NCCL_NET_HANDLE_MAXSIZE], theirs[RP_MAX_CH][NCCL_NET_HANDLE_MAXSIZE];
@@ -201,6 +219,7 @@ void rp_link_open(struct rp_ctl *ctl, void *ctx, int nch, struct rp_link *l)
 			"v%d listen (channel %d)", h_version, c);
 	rp_ctl_send(ctl->out, mine, (size_t)nch * sizeof(mine[0]));
 	rp_ctl_recv(ctl->in, theirs, (size_t)nch * sizeof(theirs[0]));
+	set_net_attr(ctx);
 	/* One loop, as the proxy's: connect and accept each return NULL until
 	 * done; the same handle memory is passed every time. */
 	for (left = 2 * nch; left > 0;) {
