@@ -227,8 +227,20 @@ nccl() {
 		--timeout "$((STEP_LIMIT > 20 ? STEP_LIMIT - 10 : 10))" "$@")
 	mkdir -p "$LOGS/nccl"
 	if [[ $MODE == nogpu ]]; then
+		# the plan with this environment, then the driver end to end on the fake torch
+		# (scripts/gpu/fake_torch: gloo-like collectives through files, tiny sizes)
 		"$PY" "$ROOT/scripts/gpu/torch_allreduce.py" "${args[@]}" --dry-run || return 1
-		key "dry run: $(grep -c '^ *[0-9]' "$WORK/log.$STEP_NAME") points planned"
+		local planned
+		planned=$(grep -c '^ *[0-9]' "$WORK/log.$STEP_NAME")
+		if [[ $label != *-n2 && $cfg != collnet-chain ]]; then # the time of the rehearsal
+			key "dry run: $planned points planned"
+			return 5
+		fi
+		mkdir -p "$WORK/fake.$label"
+		PYTHONPATH=$ROOT/scripts/gpu/fake_torch FAKE_TORCH_DIR=$WORK/fake.$label \
+			"$PY" "$ROOT/scripts/gpu/torch_allreduce.py" "${args[@]}" --device cpu \
+			--sizes 8,2K --dtypes float32,bfloat16,float16 || { key "fake-torch run failed"; return 1; }
+		key "dry run: $planned points planned; fake torch: $("$PY" "$ROOT/scripts/gpu/report.py" nccl "$LOGS/nccl/$label.json")"
 		return 5
 	fi
 	"$PY" "$ROOT/scripts/gpu/torch_allreduce.py" "${args[@]}"

@@ -192,6 +192,16 @@ dev   bfloat16   sum    cuda     3000.00 GB/s  (median 2900.00)   76.9% of D2D c
     assert not ok and "bfloat16" in key.split("below")[1], key
     line = 'nvtx pid 7 range "ringway allreduce" count 3 total_ms 1.500 max_us 700.0'
     assert NVTX_LINE.match(line).group(3) == "ringway allreduce"
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        for label, bw in (("nccl-socket-n2", 2.0), ("nccl-rw-socket-n2", 3.0),
+                          ("nccl-rw-auto-n2", 9.0)):
+            pts = [{"size": s, "dtype": "float32", "busbw": bw} for s in (64 << 20, 256 << 20)]
+            with open(os.path.join(d, label + ".json"), "w") as f:
+                json.dump({"label": label, "points": pts, "wrong": 0}, f)
+        text = compare(d)
+        assert "1.50x" in text and "4.50x" in text and ": met" in text, text
     print("report.py self-test: ok")
     return 0
 

@@ -60,7 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--label", default="run", help="names logs, JSON and NCCL_HOSTIDs")
     p.add_argument("--dtypes", default="float32,bfloat16,float16")
     p.add_argument("--sizes", default=DEFAULT_SIZES, help="bytes per rank, K/M/G suffixes")
-    p.add_argument("--iter-bytes", type=parse_size, default=parse_size("1G"),
+    p.add_argument("--iter-bytes", type=parse_size, default=parse_size("512M"),
                    help="timed iterations per size = this / size, clamped")
     p.add_argument("--min-iters", type=int, default=3)
     p.add_argument("--max-iters", type=int, default=20)
@@ -76,6 +76,8 @@ def parse_args(argv=None):
                    help="print the plan and each rank's environment; import no torch")
     p.add_argument("--versions", action="store_true",
                    help="print torch, CUDA, NCCL and GPU versions and exit")
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
+                   help="cpu: gloo on host tensors, to rehearse the driver without a GPU")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
@@ -140,8 +142,9 @@ def launch(a):
                 "--port", str(port)] + sys.argv[1:]
         log = open(os.path.join(a.log_dir, "%s.rank%d.log" % (a.label, r)), "w")
         logs.append(log)
+        # same process group as the launcher: a `timeout` around it reaches every rank
         procs.append(subprocess.Popen(argv, env=rank_env(a, r, port), stdout=log,
-                                      stderr=subprocess.STDOUT, start_new_session=True))
+                                      stderr=subprocess.STDOUT))
     status, why = 0, ""
     while True:
         rcs = [pr.poll() for pr in procs]
@@ -157,15 +160,18 @@ def launch(a):
         time.sleep(0.2)
     for pr in procs:
         if pr.poll() is None:
-            try:
-                os.killpg(pr.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            pr.send_signal(signal.SIGKILL)
             pr.wait()
     for log in logs:
         log.close()
     with open(os.path.join(a.log_dir, "%s.rank0.log" % a.label)) as f:
         sys.stdout.write("".join(l for l in f if l.startswith(("#", "  ", "RESULT"))))
+    if status:  # the end of each failed rank's log
+        for r, pr in enumerate(procs):
+            if pr.returncode not in (0, -signal.SIGKILL) or status == 124:
+                with open(os.path.join(a.log_dir, "%s.rank%d.log" % (a.label, r))) as f:
+                    tail = f.readlines()[-6:]
+                sys.stdout.write("".join("# rank %d: %s" % (r, l) for l in tail))
     print("# %s: %s in %.1f s%s" % (a.label, "ok" if status == 0 else "FAILED", time.time() - t0,
                                       ": " + why if why else ""))
     return status
@@ -200,12 +206,18 @@ def worker(a):
     import torch.distributed as dist
 
     n, r = a.nranks, a.rank
-    dev = torch.device("cuda:0")
-    torch.cuda.set_device(dev)
     tdt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%d" % a.port, rank=r,
-                            world_size=n, timeout=datetime.timedelta(seconds=a.timeout),
-                            device_id=dev)
+    init = {"init_method": "tcp://127.0.0.1:%d" % a.port, "rank": r, "world_size": n,
+            "timeout": datetime.timedelta(seconds=a.timeout)}
+    if a.device == "cuda":
+        dev = torch.device("cuda:0")
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=dev, **init)
+        sync = torch.cuda.synchronize
+    else:
+        dev = torch.device("cpu")
+        dist.init_process_group("gloo", **init)
+        sync = lambda: None  # noqa: E731
     info = versions() if r == 0 else {}
     if r == 0:
         print("# %s: %d ranks, torch %s, CUDA %s, NCCL %s, %s" % (
@@ -214,6 +226,18 @@ def worker(a):
             "size(B)", "type", "count", "iters", "time(us)", "algbw", "busbw", "#wrong",
             "max err / bound"), flush=True)
     points, total_wrong = [], 0
+
+    def save(done):  # rank 0, after every point: a timed-out run keeps what it measured
+        if r != 0 or not a.json:
+            return
+        res = {"label": a.label, "nranks": n, "versions": info, "wrong": total_wrong,
+               "complete": done, "points": points,
+               "env": {k: v for k, v in os.environ.items()
+                       if k.startswith(("NCCL_", "RINGWAY_")) and k != "NCCL_HOSTID"}}
+        with open(a.json + ".tmp", "w") as f:
+            json.dump(res, f, indent=1)
+        os.replace(a.json + ".tmp", a.json)
+
     for si, size in enumerate(a.size_list):
         for d in a.dtype_list:
             dt, count = tdt[d], max(1, size // DTYPES[d])
@@ -223,7 +247,7 @@ def worker(a):
             for q in range(n):
                 ref += (ar + 3 * q) % 13
             dist.all_reduce(x)
-            torch.cuda.synchronize()
+            sync()
             wrong = int((x != ref.to(dt)).sum().item())
             del ar, ref
             err_ratio = None
@@ -237,7 +261,7 @@ def worker(a):
                 mag = torch.stack([t.double().abs() for t in xs]).sum(0)
                 y = xs[r].clone()
                 dist.all_reduce(y)
-                torch.cuda.synchronize()
+                sync()
                 err = (y.double() - exact).abs()
                 bound = n * EPS[d] * mag + 1e-30
                 bad = int((err > bound).sum().item())
@@ -248,12 +272,12 @@ def worker(a):
             iters = iters_for(size, a)
             for _ in range(a.warmup):
                 dist.all_reduce(x)
-            torch.cuda.synchronize()
+            sync()
             dist.barrier()
             t0 = time.perf_counter()
             for _ in range(iters):
                 dist.all_reduce(x)
-            torch.cuda.synchronize()
+            sync()
             t = torch.tensor([(time.perf_counter() - t0) / iters, float(wrong)],
                              device=dev, dtype=torch.float64)
             dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -270,16 +294,11 @@ def worker(a):
                 print("   %10d %9s %10d %5d %10.1f %8.3f %8.3f %7d %s" % (
                     nbytes, d, count, iters, secs * 1e6, algbw, busbw, wrong_any,
                     "-" if err_ratio is None else "%.3f" % err_ratio), flush=True)
+            save(False)
     dist.barrier()
     dist.destroy_process_group()
     if r == 0:
-        res = {"label": a.label, "nranks": n, "versions": info, "wrong": total_wrong,
-               "points": points,
-               "env": {k: v for k, v in os.environ.items()
-                       if k.startswith(("NCCL_", "RINGWAY_")) and k != "NCCL_HOSTID"}}
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(res, f, indent=1)
+        save(True)
         print("RESULT %s wrong=%d points=%d" % (a.label, total_wrong, len(points)), flush=True)
     return 1 if total_wrong else 0
 
