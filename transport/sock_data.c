@@ -394,9 +394,14 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 	}
 	d = c->d;
 	rx = &d->rx;
-	rc = rx_progress(c);
+	rc = atomic_load_explicit(&d->err, memory_order_acquire);
 	if (rc)
 		return rc; /* logged where it was found */
+	if (rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS) {
+		rc = rx_progress(c); /* headers due may make room */
+		if (rc)
+			return rc;
+	}
 	if (d->nreqs >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS) {
 		*req = NULL;
 		return 0;
@@ -415,7 +420,7 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 	rx->posted[rx->p_tail % RW_SOCK_MAX_REQS] = r;
 	rx->p_tail++;
 	post_queue(rx, r);
-	rx_progress(c); /* writes the post; a failure shows in test */
+	posts_flush(c); /* a failure shows in test */
 	RW_TRACE(RW_LOG_NET, "socket: irecv #%u, %d buffer(s), from %s", r->seq, n, c->peer);
 	*req = &r->base;
 	return 0;

@@ -23,6 +23,7 @@
  * go to helper j (sock_stream.c).  Sends complete once the kernel has all
  * their bytes.  No logging here but for errors, each reported once.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -298,6 +299,9 @@ static int tx_wait(struct rw_sock_comm *c, const struct rw_sock_rpost *p, size_t
 	last = RW_MAX(tx->wait_ms, atomic_load_explicit(&c->d->progress_ms, memory_order_relaxed));
 	if (now < last || now - last < (uint64_t)c->timeout_ms) {
 		*req = NULL;
+		/* The caller polls: let the peer (on a small machine, perhaps
+		 * on this very core) post its receive meanwhile. */
+		sched_yield();
 		return 0;
 	}
 	if (!p)
@@ -312,13 +316,23 @@ static int tx_wait(struct rw_sock_comm *c, const struct rw_sock_rpost *p, size_t
 				 (long long)c->timeout_ms, p->seq, tags, tx->seq, size, tag);
 }
 
-/* The first free buffer of p with that tag, or -1. */
-static int match(const struct rw_sock_rpost *p, int tag)
+/* The oldest receive not yet filled (NULL: none posted), and in *i its
+ * first free buffer with that tag (-1: none). */
+static struct rw_sock_rpost *head_match(struct rw_sock_tx *tx, int tag, int *i)
 {
-	for (int i = 0; i < p->n; i++)
-		if (!p->used[i] && p->tags[i] == tag)
-			return i;
-	return -1;
+	struct rw_sock_rpost *p;
+
+	*i = -1;
+	if (tx->r_head == tx->r_tail)
+		return NULL;
+	p = &tx->posts[tx->r_head % RW_SOCK_MAX_REQS];
+	for (int k = 0; k < p->n; k++) {
+		if (!p->used[k] && p->tags[k] == tag) {
+			*i = k;
+			break;
+		}
+	}
+	return p;
 }
 
 int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
@@ -352,17 +366,23 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, st
 		return rc;
 	d = c->d;
 	tx = &d->tx;
-	rc = rw_sock_tx_progress(c);
-	if (!rc && tx->peer_closed)
-		rc = rw_sock_comm_fail(c, -ECONNRESET, "the peer closed the connection");
-	if (rc)
-		return rc; /* logged where it was found */
-	if (tx->r_head == tx->r_tail)
-		return tx_wait(c, NULL, size, tag, req);
-	p = &tx->posts[tx->r_head % RW_SOCK_MAX_REQS];
-	i = match(p, tag);
-	if (i < 0)
-		return tx_wait(c, p, size, tag, req);
+	if (rw_sock_tx_error(c))
+		return rw_sock_tx_progress(c); /* logged where it was found */
+	if (tx->peer_closed)
+		return rw_sock_comm_fail(c, -ECONNRESET, "the peer closed the connection");
+	/* Read the peer's posts only when the head one takes nothing: a
+	 * message that matches costs one system call, as with plain TCP. */
+	p = head_match(tx, tag, &i);
+	if (i < 0) {
+		rc = rw_sock_tx_progress(c);
+		if (!rc && tx->peer_closed)
+			rc = rw_sock_comm_fail(c, -ECONNRESET, "the peer closed the connection");
+		if (rc)
+			return rc;
+		p = head_match(tx, tag, &i);
+		if (i < 0)
+			return tx_wait(c, p, size, tag, req);
+	}
 	tx->wait_ms = 0;
 	striped = size >= c->min_stripe && d->nstreams > 1 && size <= p->caps[i];
 	if (d->nreqs >= RW_SOCK_MAX_REQS || tx->q0_tail - tx->q0_head >= RW_SOCK_MAX_REQS ||
@@ -409,7 +429,9 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, st
 	if (--p->left == 0)
 		tx->r_head++;
 	tx->seq++;
-	rw_sock_tx_progress(c); /* a failure shows in test */
+	/* write what the kernel takes now; a failure shows in test */
+	if (!tx_pump(c) && tx->refused && !tx_busy(d))
+		rw_sock_comm_abort(c, tx->refused);
 	RW_TRACE(RW_LOG_NET, "socket: isend %zu bytes tag %d to %s into receive #%u/%d (%s)", size,
 		 tag, c->peer, p->seq, i, striped ? "striped" : "eager");
 	*req = &r->base;
