@@ -16,7 +16,7 @@
 #                                           runs of the same command lines, NVTX tool,
 #                                           table); GPU steps are marked SKIP or DRY
 #
-# Options: --budget S (seconds for all steps, default 420), --payload FILE,
+# Options: --budget S (seconds for all steps, default 390), --payload FILE,
 #          --only REGEX (run only the steps whose names match), --keep (keep the
 #          work folder under /tmp), --build-dir DIR (--no-gpu without a payload:
 #          use that build tree's binaries), --help.
@@ -46,6 +46,7 @@ SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}
 ROOT=$(cd "$(dirname "$SELF")/.." && pwd)
 GPUDIR=$ROOT/.gpu
 PY=${PYTHON:-python3}
+export PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 # no __pycache__ in the tree; logs as they come
 
 # ---- helpers used by every step ------------------------------------------------
 
@@ -70,6 +71,14 @@ find_tool() { # find_tool NAME [extra globs...]
 }
 
 # ---- prepare (build machine) -----------------------------------------------------
+
+# One hash of the sources a build reads, the same with or without git, so the GPU
+# machine can tell whether the payload was built from the tree it was sent with.
+src_hash() {
+	(cd "$ROOT" && find CMakeLists.txt cmake common abi topo kernels transport coll plugin include \
+		tools tests -type f ! -name '*.pyc' 2>/dev/null | LC_ALL=C sort | xargs sha256sum |
+		sha256sum | cut -c1-16)
+}
 
 # Libraries the GPU machine has for sure; everything else ldd names travels.
 BASE_LIBS='linux-vdso|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libstdc\+\+|libgcc_s|libmvec'
@@ -108,7 +117,7 @@ do_prepare() {
 		cp -L "$path" "$st/syslib/$soname"
 	done
 	{
-		echo "ringway $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)"
+		echo "ringway $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown), sources $(src_hash)"
 		echo "built $(date -u +%FT%TZ) on $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME")"
 		"$nvcc" --version | tail -2 | head -1
 		grep -E '^-- +(hwloc|verbs|CUDA kernels|NVTX|NVML) ' "$GPUDIR/prepare-configure.log"
@@ -183,18 +192,18 @@ st_kernel_bench() {
 
 # capi TRANSPORT N: the four collectives through the C API on device buffers.
 capi() {
-	local tr=$1 n=$2 c rc=0 parts="" mem=device emax=256M
+	local tr=$1 n=$2 c rc=0 parts="" mem=device emax=128M
 	local -A short=([allreduce]=ar [reduce_scatter]=rs [allgather]=ag [broadcast]=bc)
 	[[ $MODE == nogpu ]] && { mem=host; emax=64K; }
 	for c in allreduce reduce_scatter allgather broadcast; do
 		echo "### $c"
 		RINGWAY_TRANSPORT=$tr RINGWAY_TIMEOUT_MS=60000 "$RW_BIN/ringway-perf" --local "$n" \
-			--mem $mem --coll $c -b 8 -e $emax -f 32 -n 5 -w 1 -c 1 >"$WORK/capi.$c.txt" 2>&1
+			--mem $mem --coll $c -b 8 -e $emax -f 16 -n 3 -w 1 -c 1 >"$WORK/capi.$c.txt" 2>&1
 		local r=$?
 		cat "$WORK/capi.$c.txt"
 		[[ $r == 0 ]] || rc=1
 		parts+="${short[$c]} $("$PY" "$ROOT/scripts/gpu/report.py" perf "$WORK/capi.$c.txt" |
-			sed 's/busbw //; s/ GB\/s//')${r/#0/}; "
+			sed 's/busbw //; s/ GB\/s//')$([[ $r != 0 ]] && echo " (exit $r)"); "
 	done
 	key "${parts%; } (busbw GB/s @size, #wrong)"
 	[[ $MODE == nogpu && $rc == 0 ]] && return 5
@@ -301,9 +310,9 @@ st_profile_nvtx() {
 	fi
 	if [[ -n $NSYS && $MODE == gpu ]]; then
 		echo "### nsys: $NSYS"
-		timeout -k 5 60 "$NSYS" profile -t nvtx,osrt,cuda -o "$WORK/prof" --force-overwrite true \
+		timeout -k 5 30 "$NSYS" profile -t nvtx,osrt,cuda -o "$WORK/prof" --force-overwrite true \
 			env RINGWAY_TRANSPORT=socket "$RW_BIN/ringway-perf" --local 2 --mem device \
-			-b 1M -e 16M -f 4 -n 3 -w 1 && timeout -k 5 40 "$NSYS" stats -r nvtx_sum \
+			-b 1M -e 16M -f 4 -n 3 -w 1 && timeout -k 5 15 "$NSYS" stats -r nvtx_sum \
 			"$WORK/prof.nsys-rep" >"$LOGS/nvtx/nsys-nvtx_sum.txt" 2>&1 &&
 			grep -q 'ringway allreduce' "$LOGS/nvtx/nsys-nvtx_sum.txt" && nsys_ok=1
 		cat "$LOGS/nvtx/nsys-nvtx_sum.txt" 2>/dev/null
@@ -362,7 +371,7 @@ run_step() {
 	fi
 	((limit > left)) && limit=$left
 	t0=$(now)
-	STEP_NAME=$name STEP_LIMIT=$limit timeout -k 5 "$limit" "$SELF" --run-step "$fn" \
+	STEP_NAME=$name STEP_LIMIT=$limit timeout -k 5 "$limit" bash "$SELF" --run-step "$fn" \
 		>"$WORK/log.$name" 2>&1
 	rc=$?
 	secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}')
@@ -403,6 +412,11 @@ setup_payload() {
 		done
 		"$RW_BIN/ringway-perf" --help >/dev/null 2>&1 || bad+="ringway-perf does not start; "
 		head -3 "$pl/MANIFEST" | sed 's/^/payload: /'
+		local want
+		want=$(head -1 "$pl/MANIFEST" | grep -o 'sources [0-9a-f]*' | cut -d' ' -f2)
+		if [[ $want != "$(src_hash)" ]]; then
+			used+="; STALE: built from other sources than these ($want; rerun --prepare)"
+		fi
 	else
 		bad="no payload at $PAYLOAD (run scripts/gpu-check.sh --prepare, carry .gpu/carry)"
 	fi
@@ -535,7 +549,7 @@ main() {
 		"$@"
 		exit $?
 	fi
-	MODE=gpu OUT="" BUDGET=420 PREPARE=0 NOPREP=0 ONLY="" BUILD_DIR="" KEEP=0 PAYLOAD=$GPUDIR/carry/payload.tar.gz
+	MODE=gpu OUT="" BUDGET=390 PREPARE=0 NOPREP=0 ONLY="" BUILD_DIR="" KEEP=0 PAYLOAD=$GPUDIR/carry/payload.tar.gz
 	while (($#)); do
 		case $1 in
 		--prepare) PREPARE=1 ;;
@@ -603,8 +617,8 @@ main() {
 		capi-shm-n2:60 capi-socket-n2:60 capi-shm-n4:75 capi-socket-n4:75
 		nccl-socket-n2:75 nccl-rw-socket-n2:75 nccl-rw-auto-n2:75
 		nccl-socket-n4:90 nccl-rw-socket-n4:90 nccl-rw-auto-n4:90
-		collnet-chain-n4:60 collnet-direct-n4:60
-		profile-nvtx:90 sanitizer-ipc:60 profile-ncu:45
+		collnet-chain-n4:60 profile-nvtx:100 collnet-direct-n4:45
+		sanitizer-ipc:60 profile-ncu:45
 	)
 	local s name
 	for s in "${steps[@]}"; do
