@@ -29,6 +29,22 @@
  * Waits on a peer are bounded by cfg->timeout_ms: a peer that stays silent
  * that long while a request is pending fails the request.
  *
+ * Matching (NCCL's IB transport, p2p.cc ncclIbIsend; every transport).
+ * Receives match in posting order.  isend takes a send (returns a request)
+ * only when it can be matched now: the oldest posted receive that still has
+ * a free buffer has a free buffer with the send's tag; it goes there.
+ * Otherwise *req = NULL ("not now"): never accept-then-drop.  Retrying a
+ * NULL isend is a wait on the peer: bounded by cfg->timeout_ms, and a peer
+ * that closed or died fails it.  A send larger than its buffer fails on both
+ * sides (-EMSGSIZE), the sender's request included.
+ *
+ * Failed comms.  After a protocol error or a connection failure (a
+ * truncation, garbage, a peer's close or death, a timeout) a comm answers
+ * every later isend/irecv with the error at once, and test() fails every
+ * request that had not completed; logged once, where detected.  A size
+ * above max_p2p_bytes is refused with -EMSGSIZE before anything moves (and
+ * leaves the comm usable).
+ *
  * Threads.  Different comms may be used from different threads at once.
  * On one comm, reg_mr/dereg_mr may run concurrently with the data path
  * (isend/irecv/test); the data path of one comm is used by one thread at a
@@ -111,7 +127,8 @@ struct rw_net_ops {
 			     int type, uint64_t offset, int fd,
 			     struct rw_net_mr **mr);
 	int (*dereg_mr)(struct rw_net_comm *comm, struct rw_net_mr *mr);
-	/** *req == NULL with 0: no room now, try again. */
+	/** *req == NULL with 0: not now (no receive takes it yet, or no
+	 *  room), try again.  See "Matching". */
 	int (*isend)(struct rw_net_comm *comm, void *data, size_t size, int tag,
 		     struct rw_net_mr *mr, struct rw_net_req **req);
 	/** n buffers (1..max_recvs) in one request; sizes are upper bounds. */
