@@ -16,9 +16,14 @@
  *    shared chunk counter (cross-memory attach, when the kernel permits it
  *    and RINGWAY_SHM_CMA=1), else pipelined through the slots; a device
  *    buffer goes by CUDA IPC (kernels/rw_cuda_ipc.h);
- *  - the receiver matches messages to posted receives in order, as the
- *    socket transport does, and acks each one with a status, so a message
- *    too large for its buffer fails on both sides;
+ *  - matching is NCCL's IB rule: irecv writes its buffers' tags and sizes
+ *    to a post ring in the segment, and isend takes a send only when the
+ *    oldest posted receive with a free buffer has one with the send's tag
+ *    (else *req NULL, retried); a send larger than its buffer fails at
+ *    once, and the connection with it on both sides;
+ *  - a comm that fails (truncation, protocol error, the peer's close or
+ *    death, a timeout) answers every later call with the error at once, and
+ *    tells its peer through the segment, which fails at once too;
  *  - test() polls; after RINGWAY_SHM_SPIN_US without progress in the whole
  *    transport it sleeps (at most 1 ms per call, 100 us under the auto
  *    composite) on a futex in its doorbell page, which every peer rings when
