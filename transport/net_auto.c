@@ -19,7 +19,9 @@
  *           says which at INFO once per connection; accept takes whichever
  *           arrives.  The comms are the chosen transport's own, so the data
  *           path goes straight to it: only device, listen, connect and
- *           accept calls pass through here.
+ *           accept calls pass through here.  getProperties is the network
+ *           device's, with every limit an shm comm has to meet too
+ *           (auto_get_properties).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
