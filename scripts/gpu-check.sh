@@ -17,7 +17,8 @@
 #                                           table); GPU steps are marked SKIP or DRY
 #
 # Options: --budget S (seconds for all steps, default 390), --payload FILE,
-#          --only REGEX (run only the steps whose names match), --keep (keep the
+#          --only REGEX (run only the steps whose names match), --skip REGEX (leave
+#          out the steps whose names match), --keep (keep the
 #          work folder under /tmp), --build-dir DIR (--no-gpu without a payload:
 #          use that build tree's binaries), --help.
 #
@@ -35,7 +36,7 @@
 #   collnet-*      NCCL_COLLNET_ENABLE=1 with NCCL_ALGO=CollNetChain / CollNetDirect:
 #                  checked + busbw, or NCCL's reason for declining
 #   profile-*      nsys if it can make a report, else ringway's NVTX ranges through
-#                  scripts/gpu/nvtx_log.c (NVTX_INJECTION64_PATH); ncu --nvtx
+#                  tests/gpu/nvtx_log.c (NVTX_INJECTION64_PATH); ncu --nvtx
 #
 # Status: PASS, FAIL, TIMEOUT, MISS (ran, target missed), DECLINED (NCCL said no,
 # reason shown), SKIP (not run: no GPU, no tool, no budget), DRY (rehearsed
@@ -86,7 +87,7 @@ PAYLOAD_BINS="tools/perf/ringway-perf tools/reduce-bench/ringway-reduce-bench
 tools/netperf/ringway-netperf tools/topo/ringway-topo tests/kernels/test_reduce_cuda
 tests/net/test_shm_cuda tests/coll/test_coll_ring"
 PAYLOAD_TARGETS="ringway-perf ringway-reduce-bench ringway-netperf ringway-topo test_reduce_cuda
-test_shm_cuda test_coll_ring nccl-net-ringway ringway"
+test_shm_cuda test_coll_ring nccl-net-ringway ringway ringway-nvtxlog"
 
 do_prepare() {
 	local b=$GPUDIR/build st=$GPUDIR/stage/payload nvcc jobs
@@ -108,8 +109,7 @@ do_prepare() {
 	for f in $PAYLOAD_BINS; do cp "$b/$f" "$st/bin/"; done
 	cp -L "$b/coll/libringway.so.0" "$st/lib/libringway.so.0"
 	cp "$b/plugin/libnccl-net-ringway.so" "$st/lib/"
-	cc -std=gnu11 -O2 -Wall -Wextra -Werror -shared -fPIC -I"$(dirname "$nvcc")/../include" \
-		"$ROOT/scripts/gpu/nvtx_log.c" -o "$st/lib/libringway-nvtxlog.so" -lpthread || return 1
+	cp "$b/tests/gpu/libringway-nvtxlog.so" "$st/lib/" || return 1
 	strip --strip-unneeded "$st"/bin/* "$st"/lib/*
 	# runtime libraries outside the base set (hwloc, udev, cmocka, ...)
 	for f in "$st"/bin/* "$st"/lib/*; do ldd "$f"; done | awk '/=> \//{print $1, $3}' |
@@ -305,7 +305,7 @@ st_profile_nvtx() {
 	[[ $MODE == nogpu ]] && mem=host
 	mkdir -p "$LOGS/nvtx"
 	if [[ ! -f $inj && $MODE == nogpu ]]; then
-		key "no NVTX tool library (no nvtx3 headers or no cc here)"
+		key "no NVTX tool library (this build has no NVTX)"
 		return 77
 	fi
 	if [[ -n $NSYS && $MODE == gpu ]]; then
@@ -364,6 +364,10 @@ record() { # record NAME STATUS SECONDS KEY
 run_step() {
 	local name=$1 limit=$2 fn=st_${1//-/_} left t0 rc status secs k
 	if [[ -n $ONLY && ! $name =~ $ONLY ]]; then return; fi
+	if [[ -n $SKIP_RE && $name =~ $SKIP_RE ]]; then
+		record "$name" SKIP 0 "left out by --skip '$SKIP_RE'"
+		return
+	fi
 	left=$(awk -v b="$BUDGET" -v t0="$T0" -v t="$(now)" 'BEGIN{printf "%d", b - (t - t0)}')
 	if ((left < 15)); then
 		record "$name" SKIP 0 "budget of ${BUDGET}s spent"
@@ -458,12 +462,7 @@ setup_builddir() {
 	for f in coll/libringway.so.0 plugin/libnccl-net-ringway.so; do
 		[[ -e $b/$f ]] && ln -sf "$b/$f" "$d/lib/"
 	done
-	local nvtx_inc
-	nvtx_inc=$(first_of /usr/local/cuda/include/nvtx3/nvToolsExt.h)
-	if [[ -n $nvtx_inc ]] && have cc; then
-		cc -std=gnu11 -O2 -shared -fPIC -I"${nvtx_inc%/nvtx3/*}" "$ROOT/scripts/gpu/nvtx_log.c" \
-			-o "$d/lib/libringway-nvtxlog.so" -lpthread 2>"$LOGS/nvtxlog-build.log"
-	fi
+	[[ -e $b/tests/gpu/libringway-nvtxlog.so ]] && ln -sf "$b/tests/gpu/libringway-nvtxlog.so" "$d/lib/"
 	export RW_BIN=$d/bin RW_LIB=$d/lib RW_TESTS=$d/bin
 	export LD_LIBRARY_PATH=$RW_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	record payload SKIP 0 "no payload: binaries of the build tree $b ($(ls "$d/bin" | wc -l) found)"
@@ -549,7 +548,7 @@ main() {
 		"$@"
 		exit $?
 	fi
-	MODE=gpu OUT="" BUDGET=390 PREPARE=0 NOPREP=0 ONLY="" BUILD_DIR="" KEEP=0 PAYLOAD=$GPUDIR/carry/payload.tar.gz
+	MODE=gpu OUT="" BUDGET=390 PREPARE=0 NOPREP=0 ONLY="" SKIP_RE="" BUILD_DIR="" KEEP=0 PAYLOAD=$GPUDIR/carry/payload.tar.gz
 	while (($#)); do
 		case $1 in
 		--prepare) PREPARE=1 ;;
@@ -559,6 +558,7 @@ main() {
 		--budget) BUDGET=$2; shift ;;
 		--payload) PAYLOAD=$2; shift ;;
 		--only) ONLY=$2; shift ;;
+		--skip) SKIP_RE=$2; shift ;;
 		--build-dir) BUILD_DIR=$(cd "$2" && pwd); shift ;;
 		--keep) KEEP=1 ;;
 		-h | --help) usage; exit 0 ;;

@@ -12,7 +12,8 @@
  * The file is rewritten when a thread's outermost range ends (at most every
  * 100 ms, and after every "ringway ..." collective) and at exit, because
  * ringway-perf --local ranks leave by _exit().  It stands in for Nsight
- * Systems where nsys cannot make a report (scripts/gpu-check.sh, profile).
+ * Systems where nsys cannot make a report (scripts/gpu-check.sh, step profile-nvtx; built by
+ * tests/gpu/CMakeLists.txt).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
