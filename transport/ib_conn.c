@@ -278,7 +278,7 @@ int rw_ib_accept(struct rw_net_listen *base, struct rw_net_comm **out)
 			continue;
 		c = k->comm;
 		c->fd = k->fd;
-		c->progress_ms = rw_now_ms();
+		c->progress_ms = c->life_ms = rw_now_ms();
 		tcp_tune(c->fd, l->net->base.cfg.timeout_ms);
 		rw_ib_list_del(&k->link);
 		l->ncands--;
@@ -493,7 +493,7 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 	}
 	c = k->comm;
 	c->fd = k->fd;
-	c->progress_ms = rw_now_ms();
+	c->progress_ms = c->life_ms = rw_now_ms();
 	free(k);
 	pthread_mutex_lock(&net->lock);
 	rw_ib_list_add(&net->comms, &c->link);

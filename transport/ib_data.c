@@ -130,7 +130,7 @@ static void deliver(struct rw_ib_comm *c, uint32_t imm, uint32_t byte_len)
 	if (!r || (r->seq & 0xffffffu) != seq24 || (int)idx >= r->n ||
 	    (r->pieces[idx] && r->got[idx] == r->pieces[idx]))
 		return; /* for a receive that already failed and was given back */
-	c->progress_ms = rw_now_ms();
+	c->progress_ms = c->life_ms = rw_now_ms();
 	if (pieces == RW_IB_IMM_ERR_TAG || pieces == RW_IB_IMM_ERR_SIZE) {
 		/* the receive fails, and the comm with it (an error is final) */
 		if (!r->rc) {
@@ -189,7 +189,7 @@ static void comm_poll(struct rw_ib_comm *c)
 			switch (kind) {
 			case RW_IB_WR_DATA:
 				r->pending--;
-				c->progress_ms = rw_now_ms();
+				c->progress_ms = c->life_ms = rw_now_ms();
 				break;
 			case RW_IB_WR_FLUSH:
 				r->pending--;
@@ -200,7 +200,7 @@ static void comm_poll(struct rw_ib_comm *c)
 				deliver(c, ntohl(wc[i].imm_data), wc[i].byte_len);
 				break;
 			default:
-				c->progress_ms = rw_now_ms();
+				c->progress_ms = c->life_ms = rw_now_ms();
 				break;
 			}
 		}
@@ -326,7 +326,7 @@ static int cts_slot(struct rw_ib_comm *c, struct rw_ib_cts *e)
 			return 0; /* the rest of the slot is still on its way */
 	if (c->cts_seen != c->cts_seq) {
 		c->cts_seen = c->cts_seq; /* a new receive: a sign of life */
-		c->progress_ms = rw_now_ms();
+		c->progress_ms = c->life_ms = rw_now_ms();
 	}
 	return (int)nreqs;
 }
@@ -405,6 +405,8 @@ static void comm_watch(struct rw_ib_comm *c, int gone)
 	down = atomic_load(&c->dev->port_down);
 	if (!gone && !late && !down)
 		return;
+	if (gone && !c->gone_ms)
+		c->gone_ms = now; /* idle_watch() fails the comm if nothing is waiting */
 	waiting = incomplete(c);
 	if (waiting == 0) {
 		c->progress_ms = now; /* all done, only not yet tested */
@@ -422,8 +424,6 @@ static void comm_watch(struct rw_ib_comm *c, int gone)
 		/* Acknowledgements the peer's NIC sent before its process left
 		 * may still be on their way: fail only once nothing has arrived
 		 * for a short while after the end was seen. */
-		if (!c->gone_ms)
-			c->gone_ms = now;
 		if (now - RW_MAX(c->gone_ms, c->progress_ms) < RW_IB_GONE_GRACE_MS)
 			return;
 		RW_WARN(RW_LOG_NET,
@@ -452,17 +452,22 @@ static void comm_progress(struct rw_ib_comm *c)
 	comm_watch(c, gone);
 }
 
-/* With nothing pending, a peer that is gone fails the comm at once: no
- * acknowledgement can be on its way.  call: the caller, for the message. */
+/* With nothing waiting on the peer (requests done, if not yet tested), a
+ * peer that is gone fails the comm at once: no acknowledgement can be on
+ * its way.  call: the caller, for the message. */
 static void idle_watch(struct rw_ib_comm *c, const char *call)
 {
 	int gone;
 
-	if (c->failed || c->npending)
+	if (c->failed)
 		return;
 	gone = peer_gone(c, true);
-	if (!gone)
-		return;
+	if (gone && !c->gone_ms)
+		c->gone_ms = rw_now_ms();
+	if (!gone && c->gone_ms)
+		gone = ECONNRESET; /* seen earlier, with requests pending */
+	if (!gone || incomplete(c))
+		return; /* those requests fail in comm_watch(), after its grace */
 	RW_WARN(RW_LOG_NET, "NET/IB: %s: %s: peer %s (GID %s, QPN %#x) is gone (%s)", c->dev->name,
 		call, c->peer, c->peer_gid, c->rqpn[0],
 		gone == ECONNRESET ? "it closed the connection" : strerror(gone));
@@ -500,12 +505,12 @@ static int isend_wait(struct rw_ib_comm *c, int tag, size_t size)
 		c->wait_since_ms = now;
 	c->wait_last_ms = now;
 	idle_watch(c, "isend");
-	if (!c->failed && now - RW_MAX(c->wait_since_ms, c->progress_ms) > limit) {
+	if (!c->failed && now - RW_MAX(c->wait_since_ms, c->life_ms) > limit) {
 		RW_WARN(RW_LOG_NET,
 			"NET/IB: %s: no receive of peer %s (GID %s, QPN %#x) took the send of %zu "
 			"bytes with tag %d for %llu ms (RINGWAY_TIMEOUT_MS)",
 			c->dev->name, c->peer, c->peer_gid, c->rqpn[0], size, tag,
-			(unsigned long long)(now - RW_MAX(c->wait_since_ms, c->progress_ms)));
+			(unsigned long long)(now - RW_MAX(c->wait_since_ms, c->life_ms)));
 		rw_ib_comm_fail(c, -ETIMEDOUT);
 	}
 	return c->failed;

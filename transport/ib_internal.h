@@ -333,7 +333,8 @@ struct rw_ib_comm {
 	uint32_t psn;
 	enum ibv_mtu mtu;
 	int failed;	      /* -errno once the connection is unusable */
-	uint64_t progress_ms; /* last sign of life from the peer */
+	uint64_t progress_ms; /* last sign of life from the peer (or of all done) */
+	uint64_t life_ms;     /* last sign of life from the peer, only */
 	uint64_t gone_ms;     /* set-up connection first seen closed; 0: not yet */
 	uint64_t probe_ms;    /* last liveness probe */
 	int npending;	      /* requests handed out, not yet done */

@@ -736,8 +736,9 @@ void peer_close_fails_outstanding_requests(void **state)
 	conf_buf_put(pr.r, &rb);
 	assert_int_equal(rw_net_close_recv(pr.r), 0);
 
-	/* the receiver closes: sends in flight fail (or had finished), and the
-	 * next isend fails instead of waiting for a receive that cannot come */
+	/* the receiver closes: the next isend fails instead of waiting for a
+	 * receive that cannot come (even before the sends in flight were
+	 * tested), and those sends fail (or had finished) */
 	assert_int_equal(conf_pair_open(conf_net, &pr), 0);
 	assert_int_equal(conf_buf_get(pr.s, &sb, big), 0);
 	assert_int_equal(conf_buf_get(pr.r, &rb, big), 0);
@@ -748,9 +749,7 @@ void peer_close_fails_outstanding_requests(void **state)
 	assert_int_equal(rw_net_close_recv(pr.r), 0); /* drops its registrations */
 	free(rb.p);				      /* no write lands after the close */
 	t0 = rw_now_ms();
-	fails_for_close(&ops[2], t0, true);
-	fails_for_close(&ops[3], t0, true);
-	deadline = rw_now_ms() + (uint64_t)conf_cfg.timeout_ms + 3000;
+	deadline = t0 + (uint64_t)conf_cfg.timeout_ms + 3000;
 	req = NULL;
 	while (!rc && !req && rw_now_ms() < deadline)
 		rc = rw_net_isend(pr.s, sb.p, 64, 0, sb.mr, &req);
@@ -760,6 +759,8 @@ void peer_close_fails_outstanding_requests(void **state)
 	if (rw_now_ms() - t0 >= (uint64_t)conf_cfg.timeout_ms)
 		fail_msg("the close was noticed after %llu ms (RINGWAY_TIMEOUT_MS=%lld)",
 			 (unsigned long long)(rw_now_ms() - t0), (long long)conf_cfg.timeout_ms);
+	fails_for_close(&ops[2], t0, true);
+	fails_for_close(&ops[3], t0, true);
 	t0 = rw_now_ms();
 	assert_true(rw_net_isend(pr.s, sb.p, 64, 0, sb.mr, &req) < 0);
 	assert_true(rw_now_ms() - t0 < CALL_MS);
