@@ -195,15 +195,22 @@ capi() {
 	local tr=$1 n=$2 c rc=0 parts="" mem=device emax=128M
 	local -A short=([allreduce]=ar [reduce_scatter]=rs [allgather]=ag [broadcast]=bc)
 	[[ $MODE == nogpu ]] && { mem=host; emax=64K; }
+	# each collective bounded on its own (a stall costs a quarter of the step, and
+	# ringway's own stall report, RINGWAY_TIMEOUT_MS, comes first)
+	local each=$((STEP_LIMIT / 4 - 2)) stall
+	((each < 10)) && each=10
+	stall=$(((each - 5) * 1000))
 	for c in allreduce reduce_scatter allgather broadcast; do
 		echo "### $c"
-		RINGWAY_TRANSPORT=$tr RINGWAY_TIMEOUT_MS=60000 "$RW_BIN/ringway-perf" --local "$n" \
-			--mem $mem --coll $c -b 8 -e $emax -f 16 -n 3 -w 1 -c 1 >"$WORK/capi.$c.txt" 2>&1
+		RINGWAY_TRANSPORT=$tr RINGWAY_TIMEOUT_MS=$stall timeout -k 3 "$each" "$RW_BIN/ringway-perf" \
+			--local "$n" --mem $mem --coll $c -b 8 -e $emax -f 16 -n 3 -w 1 -c 1 \
+			>"$WORK/capi.$c.txt" 2>&1
 		local r=$?
 		cat "$WORK/capi.$c.txt"
 		[[ $r == 0 ]] || rc=1
 		parts+="${short[$c]} $("$PY" "$ROOT/scripts/gpu/report.py" perf "$WORK/capi.$c.txt" |
-			sed 's/busbw //; s/ GB\/s//')$([[ $r != 0 ]] && echo " (exit $r)"); "
+			sed 's/busbw //; s/ GB\/s//')$([[ $r == 124 || $r == 137 ]] && echo " (killed after ${each}s)")$([[ $r != 0 && $r != 124 && $r != 137 ]] && echo " (exit $r)"); "
+		key "${parts%; } (busbw GB/s @size, #wrong)"
 	done
 	key "${parts%; } (busbw GB/s @size, #wrong)"
 	[[ $MODE == nogpu && $rc == 0 ]] && return 5
@@ -381,6 +388,9 @@ run_step() {
 	rc=$?
 	secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}')
 	k=$(tr '\t\n' '  ' <"$WORK/key.$name" 2>/dev/null)
+	if [[ -z $k && $rc != 0 ]]; then # what the step said last
+		k="last: $(grep -v '^[[:space:]]*$' "$WORK/log.$name" | tail -1 | cut -c1-120)"
+	fi
 	case $rc in
 	0) status=PASS ;;
 	3) status=MISS ;;
