@@ -626,8 +626,8 @@ main() {
 		unit-reduce-cuda:60 unit-shm-cuda:60 unit-coll-ring:60
 		sanitizer-kernels:120 kernel-bench:60
 		capi-shm-n2:60 capi-socket-n2:60 capi-shm-n4:75 capi-socket-n4:75
-		nccl-socket-n2:75 nccl-rw-socket-n2:75 nccl-rw-auto-n2:75
-		nccl-socket-n4:90 nccl-rw-socket-n4:90 nccl-rw-auto-n4:90
+		nccl-socket-n2:60 nccl-rw-socket-n2:60 nccl-rw-auto-n2:60
+		nccl-socket-n4:75 nccl-rw-socket-n4:75 nccl-rw-auto-n4:75
 		collnet-chain-n4:60 profile-nvtx:100 collnet-direct-n4:45
 		sanitizer-ipc:60 profile-ncu:45
 	)
