@@ -398,7 +398,7 @@ static void progress_comm(struct rw_coll_comm *c)
 			r->state = RW_COLL_RUNNING;
 			r->last_progress_ms = rw_now_ms();
 			if (c->nranks > 1)
-				c->tokens_due++;
+				r->token_no = ++c->tokens_due;
 		}
 		if (c->nranks > 1 && rw_coll_ctl_progress(r))
 			continue; /* the loop fails the queue */
@@ -409,8 +409,9 @@ static void progress_comm(struct rw_coll_comm *c)
 			finish(r, RW_COLL_FAILED, c->error ? c->error : rc);
 			continue;
 		}
-		if (rc == 1 && c->nranks > 1 && rw_coll_tokens_send(r) == -EAGAIN)
-			rc = 0; /* done once the tokens have left */
+		if (rc == 1 && c->nranks > 1 &&
+		    (rw_coll_tokens_send(r) == -EAGAIN || !rw_coll_tokens_in(r)))
+			rc = 0; /* done once the tokens have left and the neighbours' came */
 		if (rc == 1) {
 			c->moves++;
 			finish(r, RW_COLL_DONE, 0);

@@ -186,6 +186,19 @@ int rw_coll_tokens_send(struct rw_coll_req *r)
 	return 0;
 }
 
+bool rw_coll_tokens_in(const struct rw_coll_req *r)
+{
+	const struct rw_coll_comm *c = r->comm;
+
+	for (int i = 1; i < 4; i += 2) {
+		const struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
+
+		if (l->comm && l->tokens < r->token_no)
+			return false;
+	}
+	return true;
+}
+
 /* Tell both neighbours (but not the failed rank) once. */
 static void notices_send(struct rw_coll_comm *c, const struct notice *n)
 {

@@ -130,6 +130,7 @@ struct rw_coll_req {
 	size_t bytes;		   /**< received into recvbuf */
 	bool own_send_mr, own_recv_mr;
 	unsigned tokens_sent; /**< bit per outgoing control link */
+	uint64_t token_no;    /**< tokens_due once it started */
 	uint64_t last_progress_ms;
 	int nvtx_depth;
 	void *algo; /**< the algorithm's state */
@@ -203,6 +204,8 @@ int rw_coll_ctl_progress(struct rw_coll_req *r);
 
 /** r finished here: one token to each neighbour.  -EAGAIN: try again. */
 int rw_coll_tokens_send(struct rw_coll_req *r);
+/** Have both neighbours' tokens for r arrived? */
+bool rw_coll_tokens_in(const struct rw_coll_req *r);
 
 /** Before closing: take the tokens owed and let ours leave (bounded). */
 void rw_coll_quiesce(struct rw_coll_comm *c);

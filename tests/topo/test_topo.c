@@ -554,8 +554,8 @@ static void put(const char *root, const char *rel, const char *text)
 	char path[PATH_MAX], cmd[PATH_MAX + 16];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
-	snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+	assert_true((size_t)snprintf(path, sizeof(path), "%s/%s", root, rel) < sizeof(path));
+	assert_true((size_t)snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path) < sizeof(cmd));
 	*strrchr(cmd, '/') = '\0';
 	strcat(cmd, "'");
 	assert_int_equal(system(cmd), 0);
@@ -572,7 +572,7 @@ static void link_to(const char *root, const char *rel, const char *target)
 	char path[PATH_MAX];
 
 	put(root, rel, NULL);
-	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	assert_true((size_t)snprintf(path, sizeof(path), "%s/%s", root, rel) < sizeof(path));
 	assert_int_equal(symlink(target, path), 0);
 }
 
