@@ -270,8 +270,9 @@ static const struct rw_net_ops shm_ops = {
 /*
  * What NCCL is told (README, "getProperties per transport"):
  *   speed    100 Gb/s: what one connection moves, one or two cores copying
- *            (a current server; 6.6-7.4 GB/s measured on the 2-core CI VM);
- *   latency  1 us, half the measured 8-byte round trip (1.2-2.0 us);
+ *            (a current server; 6.6-9.6 GB/s at 64 MiB on the 2-core CI VM);
+ *   latency  1 us: the measured 8-byte round trip is 1.0-2.0 us (NCCL keeps
+ *            whole microseconds);
  *   maxRecvs 8: the sender sees the posted receives (post ring), so a send
  *            is taken only when a buffer of the oldest receive takes it;
  *   regIsGlobal 0: a registration belongs to its comm (every regMr is
