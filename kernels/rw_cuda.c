@@ -45,9 +45,9 @@ int rw_cuda_errno(int cuda_err)
 }
 
 /* Log a failed call once, with CUDA's name and message, and map it. */
-#define RW_CUDA_FAIL(e, fmt, ...)                                                \
-	(RW_WARN(RW_LOG_INIT, fmt " failed: %s (%s)", __VA_ARGS__,             \
-		 cudaGetErrorString(e), cudaGetErrorName(e)),                   \
+#define RW_CUDA_FAIL(e, fmt, ...)                                                                  \
+	(RW_WARN(RW_LOG_INIT, fmt " failed: %s (%s)", __VA_ARGS__, cudaGetErrorString(e),          \
+		 cudaGetErrorName(e)),                                                             \
 	 rw_cuda_errno(e))
 
 int rw_cuda_device_count(int *count)
@@ -160,30 +160,45 @@ void rw_cuda_host_free(void *ptr)
 		(void)RW_CUDA_FAIL(e, "cudaFreeHost(%p)", ptr);
 }
 
+/*
+ * cudaMemcpy from pageable memory and cudaMemset may return before the
+ * device has written the bytes, and the legacy stream they run on does not
+ * order the non-blocking streams the engine and the kernels use: a kernel
+ * launched right after could read what was there before (seen on an H200:
+ * a small host-to-device copy still landing after the reduction).  So the
+ * synchronous helpers wait for the legacy stream before they return.
+ */
+static cudaError_t legacy_stream_done(cudaError_t e)
+{
+	return e == cudaSuccess ? cudaStreamSynchronize(cudaStreamLegacy) : e;
+}
+
 int rw_cuda_memcpy(void *dst, const void *src, size_t bytes)
 {
-	cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+	cudaError_t e = legacy_stream_done(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 
-	return e == cudaSuccess ? 0 :
-	       RW_CUDA_FAIL(e, "cudaMemcpy(dst=%p, src=%p, bytes=%zu)", dst, src, bytes);
+	return e == cudaSuccess
+		       ? 0
+		       : RW_CUDA_FAIL(e, "cudaMemcpy(dst=%p, src=%p, bytes=%zu)", dst, src, bytes);
 }
 
 int rw_cuda_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
-	cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
-					(cudaStream_t)stream);
+	cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
 
-	return e == cudaSuccess ? 0 :
-	       RW_CUDA_FAIL(e, "cudaMemcpyAsync(dst=%p, src=%p, bytes=%zu, stream=%p)",
-			    dst, src, bytes, stream);
+	return e == cudaSuccess
+		       ? 0
+		       : RW_CUDA_FAIL(e, "cudaMemcpyAsync(dst=%p, src=%p, bytes=%zu, stream=%p)",
+				      dst, src, bytes, stream);
 }
 
 int rw_cuda_memset(void *dst, int value, size_t bytes)
 {
-	cudaError_t e = cudaMemset(dst, value, bytes);
+	cudaError_t e = legacy_stream_done(cudaMemset(dst, value, bytes));
 
-	return e == cudaSuccess ? 0 :
-	       RW_CUDA_FAIL(e, "cudaMemset(dst=%p, value=%d, bytes=%zu)", dst, value, bytes);
+	return e == cudaSuccess ? 0
+				: RW_CUDA_FAIL(e, "cudaMemset(dst=%p, value=%d, bytes=%zu)", dst,
+					       value, bytes);
 }
 
 int rw_cuda_stream_create(void **stream)
@@ -254,8 +269,9 @@ int rw_cuda_event_record(void *event, void *stream)
 {
 	cudaError_t e = cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
 
-	return e == cudaSuccess ? 0 :
-	       RW_CUDA_FAIL(e, "cudaEventRecord(event=%p, stream=%p)", event, stream);
+	return e == cudaSuccess
+		       ? 0
+		       : RW_CUDA_FAIL(e, "cudaEventRecord(event=%p, stream=%p)", event, stream);
 }
 
 int rw_cuda_event_query(void *event)

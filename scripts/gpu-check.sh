@@ -20,7 +20,9 @@
 #          --only REGEX (run only the steps whose names match), --skip REGEX (leave
 #          out the steps whose names match), --keep (keep the
 #          work folder under /tmp), --build-dir DIR (--no-gpu without a payload:
-#          use that build tree's binaries), --help.
+#          use that build tree's binaries), --mps on|off (default on: the C API,
+#          NCCL and profile steps run under an MPS daemon of the script's own, so
+#          ranks sharing the GPU run side by side instead of time-sliced), --help.
 #
 # Steps (each under its own timeout; a failed step does not stop the next):
 #   env            card, driver, CUDA, NCCL, PyTorch versions; which tools exist
@@ -361,6 +363,47 @@ st_profile_ncu() {
 	return $rc
 }
 
+# ---- MPS: ranks sharing the one GPU run side by side ------------------------------
+#
+# Without MPS the processes' contexts are time-sliced on the GPU: a rank's
+# NCCL kernel waiting for its peer runs only in its slice, so every ring step
+# costs a slice (about 4.5 ms seen on an H200) whatever the network does.
+# The C API and NCCL steps run under an MPS daemon of our own (its pipe and
+# logs in the work folder); the sanitizer steps run without it.
+
+mps_start() {
+	local t0 ctl
+	t0=$(now)
+	ctl=$(find_tool nvidia-cuda-mps-control)
+	if [[ $MODE != gpu || $MPS == off || -z $ctl ]]; then
+		record mps-start SKIP 0 "$([[ -z $ctl ]] && echo "no nvidia-cuda-mps-control" || echo "mode $MODE, --mps $MPS"): ranks time-share the GPU"
+		return
+	fi
+	export CUDA_MPS_PIPE_DIRECTORY=$WORK/mps/pipe CUDA_MPS_LOG_DIRECTORY=$WORK/mps/log
+	mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+	if timeout 20 "$ctl" -d >"$LOGS/mps-start.log" 2>&1; then
+		MPS_CTL=$ctl
+		echo "MPS: on (our own daemon) for the C API, NCCL and profile steps" >>"$WORK/versions.txt"
+		record mps-start PASS "$(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}')" \
+			"MPS daemon started: ranks share the GPU concurrently"
+	else
+		unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+		echo "MPS: off (daemon did not start)" >>"$WORK/versions.txt"
+		record mps-start FAIL "$(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.1f", b - a}')" \
+			"daemon did not start: $(tail -1 "$LOGS/mps-start.log" | cut -c1-100)"
+	fi
+}
+
+mps_stop() {
+	[[ -n ${MPS_CTL:-} ]] || return 0
+	local servers
+	servers=$(echo get_server_list | timeout 10 "$MPS_CTL" 2>/dev/null | wc -w)
+	echo quit | timeout 20 "$MPS_CTL" >/dev/null 2>&1
+	cp "$CUDA_MPS_LOG_DIRECTORY"/control.log "$LOGS/mps-control.log" 2>/dev/null
+	record mps-stop PASS 0 "$servers MPS server(s) were running; daemon stopped"
+	unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY MPS_CTL
+}
+
 # ---- the runner -------------------------------------------------------------------
 
 record() { # record NAME STATUS SECONDS KEY
@@ -572,6 +615,7 @@ main() {
 		--skip) SKIP_RE=$2; shift ;;
 		--build-dir) BUILD_DIR=$(cd "$2" && pwd); shift ;;
 		--keep) KEEP=1 ;;
+		--mps) MPS=$2; shift ;;
 		-h | --help) usage; exit 0 ;;
 		*) echo "gpu-check.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
 		esac
@@ -642,8 +686,11 @@ main() {
 			record "$name" SKIP 0 "needs a GPU"
 			continue
 		fi
+		[[ $name == capi-shm-n2 ]] && mps_start
+		[[ $name == sanitizer-ipc ]] && mps_stop
 		run_step "$name" "${s##*:}"
 	done
+	mps_stop
 
 	# ---- summary ------------------------------------------------------------------
 	local summary=$WORK/summary.txt
