@@ -602,7 +602,7 @@ main() {
 		"$@"
 		exit $?
 	fi
-	MODE=gpu OUT="" BUDGET=390 PREPARE=0 NOPREP=0 ONLY="" SKIP_RE="" BUILD_DIR="" KEEP=0 PAYLOAD=$GPUDIR/carry/payload.tar.gz
+	MODE=gpu MPS=on OUT="" BUDGET=390 PREPARE=0 NOPREP=0 ONLY="" SKIP_RE="" BUILD_DIR="" KEEP=0 PAYLOAD=$GPUDIR/carry/payload.tar.gz
 	while (($#)); do
 		case $1 in
 		--prepare) PREPARE=1 ;;
