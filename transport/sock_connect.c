@@ -27,8 +27,7 @@ static_assert(RW_ARRAY_SIZE(state_names) == RW_SOCK_CONN_READY + 1, "a name per 
 
 static int conn_fail(struct rw_sock_comm *c, int err, const char *what)
 {
-	RW_WARN(RW_LOG_NET, "socket: connect to %s: %s: %s", c->peer, what,
-		strerror(-err));
+	RW_WARN(RW_LOG_NET, "socket: connect to %s: %s: %s", c->peer, what, strerror(-err));
 	return err;
 }
 
@@ -57,14 +56,47 @@ static int step_start(struct rw_sock_comm *c)
 	return RW_SOCK_STEP_DONE;
 }
 
+/* Write what is left of stream i's hello.  DONE, AGAIN or -errno. */
+static int hello_push(struct rw_sock_comm *c, int i)
+{
+	struct rw_sock_connect *k = c->conn;
+	struct rw_sock_hello h = {
+		.magic = RW_SOCK_MAGIC,
+		.version = RW_SOCK_PROTO_VERSION,
+		.stream = (uint8_t)i,
+		.nstreams = (uint8_t)k->nstreams,
+		.nonce = k->handle.nonce,
+		.conn_id = k->conn_id,
+	};
+
+	while (k->sent[i] < sizeof(h)) {
+		ssize_t n = send(k->fds[i], (char *)&h + k->sent[i], sizeof(h) - k->sent[i],
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0) {
+			k->sent[i] += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return RW_SOCK_STEP_AGAIN;
+		return conn_fail(c, n < 0 ? -errno : -EPIPE, "sending the hello");
+	}
+	return RW_SOCK_STEP_DONE;
+}
+
+/* Each stream sends its hello as soon as its TCP connect is done: the
+ * listener keeps a socket that has not proven the nonce only briefly
+ * (RINGWAY_SOCKET_HELLO_MS) and may evict it for newer ones. */
 static int step_connecting(struct rw_sock_comm *c)
 {
 	struct rw_sock_connect *k = c->conn;
 	int pending = 0;
 
 	for (int i = 0; i < k->nstreams; i++) {
-		struct pollfd p = { .fd = k->fds[i], .events = POLLOUT };
-		int err = 0;
+		struct pollfd p = {.fd = k->fds[i], .events = POLLOUT};
+		int err = 0, rc;
 		socklen_t len = sizeof(err);
 
 		if (k->connected[i])
@@ -78,6 +110,9 @@ static int step_connecting(struct rw_sock_comm *c)
 		if (err)
 			return conn_fail(c, -err, "TCP connect");
 		k->connected[i] = true;
+		rc = hello_push(c, i);
+		if (rc < 0)
+			return rc;
 	}
 	if (pending)
 		return RW_SOCK_STEP_AGAIN;
@@ -91,32 +126,12 @@ static int step_hello(struct rw_sock_comm *c)
 	int pending = 0;
 
 	for (int i = 0; i < k->nstreams; i++) {
-		struct rw_sock_hello h = {
-			.magic = RW_SOCK_MAGIC,
-			.version = RW_SOCK_PROTO_VERSION,
-			.stream = (uint8_t)i,
-			.nstreams = (uint8_t)k->nstreams,
-			.nonce = k->handle.nonce,
-			.conn_id = k->conn_id,
-		};
+		int rc = hello_push(c, i);
 
-		while (k->sent[i] < sizeof(h)) {
-			ssize_t n = send(k->fds[i], (char *)&h + k->sent[i],
-					 sizeof(h) - k->sent[i],
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
-
-			if (n > 0) {
-				k->sent[i] += (size_t)n;
-				continue;
-			}
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-				pending++;
-				break;
-			}
-			return conn_fail(c, n < 0 ? -errno : -EPIPE, "sending the hello");
-		}
+		if (rc < 0)
+			return rc;
+		if (rc == RW_SOCK_STEP_AGAIN)
+			pending++;
 	}
 	if (pending)
 		return RW_SOCK_STEP_AGAIN;
@@ -165,8 +180,7 @@ void rw_sock_connect_abandon(struct rw_sock_comm *c)
 static struct rw_sock_comm *conn_find(struct rw_sock_net *sn, int dev,
 				      const struct rw_sock_handle *h)
 {
-	for (struct rw_sock_link *it = sn->connecting.next; it != &sn->connecting;
-	     it = it->next) {
+	for (struct rw_sock_link *it = sn->connecting.next; it != &sn->connecting; it = it->next) {
 		struct rw_sock_comm *c = rw_container_of(it, struct rw_sock_comm, link);
 
 		if (c->conn->dev == dev && memcmp(&c->conn->handle, h, sizeof(*h)) == 0)
@@ -198,16 +212,14 @@ static struct rw_sock_comm *conn_new(struct rw_sock_net *sn, int dev,
 	k->peer = *peer;
 	k->start_ms = rw_now_ms();
 	k->conn_id = rw_sock_random64();
-	k->nstreams = (int)RW_MIN(RW_MAX(sn->base.cfg.socket_nstreams, 1),
-				  RW_SOCK_MAX_STREAMS);
+	k->nstreams = (int)RW_MIN(RW_MAX(sn->base.cfg.socket_nstreams, 1), RW_SOCK_MAX_STREAMS);
 	for (int i = 0; i < RW_SOCK_MAX_STREAMS; i++)
 		k->fds[i] = -1;
 	c->conn = k;
 	return c;
 }
 
-int rw_sock_connect(struct rw_net *net, int dev, const void *handle,
-		    struct rw_net_comm **send_comm)
+int rw_sock_connect(struct rw_net *net, int dev, const void *handle, struct rw_net_comm **send_comm)
 {
 	struct rw_sock_net *sn;
 	struct rw_sock_handle h;
@@ -224,7 +236,8 @@ int rw_sock_connect(struct rw_net *net, int dev, const void *handle,
 	}
 	if (rw_sock_handle_decode(handle, &h, &peer)) {
 		RW_WARN(RW_LOG_NET,
-			"socket: connect(dev=%d): not a socket-transport handle of protocol version %d",
+			"socket: connect(dev=%d): not a socket-transport handle of protocol "
+			"version %d",
 			dev, RW_SOCK_PROTO_VERSION);
 		return -EINVAL;
 	}
@@ -244,8 +257,7 @@ int rw_sock_connect(struct rw_net *net, int dev, const void *handle,
 	    rw_now_ms() - c->conn->start_ms >= (uint64_t)net->cfg.timeout_ms) {
 		RW_WARN(RW_LOG_NET,
 			"socket: connect to %s: not established within %lld ms (stuck in: %s)",
-			c->peer, (long long)net->cfg.timeout_ms,
-			state_names[c->conn->state]);
+			c->peer, (long long)net->cfg.timeout_ms, state_names[c->conn->state]);
 		rc = -ETIMEDOUT;
 	}
 	if (rc == RW_SOCK_STEP_DONE) {
@@ -269,8 +281,7 @@ int rw_sock_connect(struct rw_net *net, int dev, const void *handle,
 	pthread_mutex_unlock(&sn->lock);
 	free(c->conn);
 	c->conn = NULL;
-	RW_INFO(RW_LOG_NET, "socket: connected to %s with %d stream(s)", c->peer,
-		c->d->nstreams);
+	RW_INFO(RW_LOG_NET, "socket: connected to %s with %d stream(s)", c->peer, c->d->nstreams);
 	*send_comm = &c->base;
 	return 0;
 }

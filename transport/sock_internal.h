@@ -54,6 +54,10 @@ static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "one entry per buffer of a 
 #define RW_SOCK_MAX_ASMS   16		/* connections with streams missing */
 #define RW_SOCK_MAX_COMMS  65536	/* what get_properties promises */
 #define RW_SOCK_MAX_BYTES  (1ull << 40) /* max_p2p_bytes: NCCL checks <= 1 TiB */
+/* Listener limits (sock_listen.c) */
+#define RW_SOCK_CANDS_PER_HOST 16    /* of RW_SOCK_MAX_CANDS, from one source address */
+#define RW_SOCK_DROP_WARNS     8     /* drop warnings per listener per window ... */
+#define RW_SOCK_DROP_WINDOW_MS 10000 /* ... then a count of the others per window */
 /* Link speed when sysfs does not know it (virtual and loopback interfaces
  * report -1 or fail): NCCL's own assumption for such devices, 10 Gb/s. */
 #define RW_SOCK_DEFAULT_SPEED_MBPS 10000
@@ -144,20 +148,27 @@ static inline struct rw_sock_net *rw_sock_net_from(struct rw_net *net)
 
 /* --- listener --------------------------------------------------------------- */
 
-/** An accepted socket that has not yet presented a complete hello. */
+/** An accepted socket that has not yet presented a complete hello (it has
+ *  not proven that it knows the handle's nonce).  On the listener's list in
+ *  the order accepted: the oldest is evicted first. */
 struct rw_sock_cand {
 	struct rw_sock_link link;
 	int fd;
+	uint64_t accepted_ms;
 	uint64_t deadline_ms;
+	struct sockaddr_storage src; /* the per-source cap compares addresses */
 	size_t got;
 	struct rw_sock_hello hello;
 	char peer[RW_SOCK_ADDRSTRLEN];
 };
 
-/** Streams of one connect (same conn_id) collected so far. */
+/** Streams of one connect (same conn_id) collected so far.  On the
+ *  listener's list in the order created: while incomplete, the oldest is
+ *  evicted first when the list is full. */
 struct rw_sock_asm {
 	struct rw_sock_link link;
 	uint64_t conn_id;
+	uint64_t created_ms;
 	uint64_t deadline_ms;
 	int nstreams;
 	int have;
@@ -176,6 +187,13 @@ struct rw_sock_listen {
 	int ncands, nasms;
 	struct rw_sock_link cands;
 	struct rw_sock_link asms;
+	int64_t hello_ms; /* RINGWAY_SOCKET_HELLO_MS, at most the timeout */
+	/* drop warnings: RW_SOCK_DROP_WARNS per window, the rest counted */
+	uint64_t warn_window_ms; /* start of the current window */
+	int nwarned;		 /* warnings in it */
+	long nquiet;		 /* drops not warned about since the last count */
+	char quiet_last[160];	 /* the last of them: address and reason */
+	uint64_t starved_ms;	 /* since when accept4 finds no free fd (0: not) */
 };
 
 /* --- connect ------------------------------------------------------------ */
