@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The rendezvous of rw_comm_init() (see bootstrap.h): a star of TCP
- * connections around rank 0.  Wire format, host byte order (every rank runs
- * the same build):
- *   peer -> root, once:  struct boot_hello
- *   per allgather:       peer -> root: struct boot_hdr + len bytes;
- *                        root -> peer: struct boot_hdr + nranks * len bytes.
+ * The rendezvous of rw_comm_init() (see bootstrap.h for the wire format and
+ * who may join): a star of TCP connections around rank 0.  Rank 0 serves
+ * every accepted connection from one poll loop, each in its own state
+ * (challenge sent, hello partly read), so no connection waits on another.
  */
 #define _GNU_SOURCE /* accept4 */
 #include "coll/bootstrap.h"
@@ -17,26 +15,21 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/rw_common.h"
 #include "common/rw_log.h"
+#include "include/ringway.h"
 
-#define BOOT_MAGIC   0x53425752u /* "RWBS" */
-#define BOOT_VERSION 1
-#define BOOT_NAME    64
-
-struct boot_hello {
-	uint32_t magic;
-	uint32_t version;
-	int32_t rank;
-	int32_t nranks;
-};
+#define BOOT_NAME  64
+#define BOOT_WARNS 8 /* refusals logged as warnings; the rest at INFO */
 
 struct boot_hdr {
 	uint32_t magic;
@@ -46,21 +39,30 @@ struct boot_hdr {
 
 struct rw_bootstrap {
 	int nranks, rank, timeout_ms;
+	int nfds;		  /* entries of fds and names: nranks on rank 0, else 1 */
 	int *fds;		  /* root: fds[r], r >= 1; peer: fds[0] */
 	char (*names)[BOOT_NAME]; /* address of the other end of fds[i] */
+	struct rw_boot_key key;
 };
+
+/* The length of hostport without its "#key": what may be printed. */
+static int shown(const char *hostport)
+{
+	return hostport ? (int)strcspn(hostport, "#") : 0;
+}
 
 int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen, int *port)
 {
-	const char *colon, *h = hostport;
+	char buf[320], *colon, *h = buf, *end;
 	size_t n;
-	char *end;
 	long p;
 
-	if (!hostport || !*hostport)
+	if (!hostport || !*hostport || (size_t)shown(hostport) >= sizeof(buf))
 		return -EINVAL;
+	memcpy(buf, hostport, (size_t)shown(hostport));
+	buf[shown(hostport)] = '\0';
 	if (*h == '[') {
-		const char *close = strchr(h, ']');
+		char *close = strchr(h, ']');
 
 		if (!close || close[1] != ':')
 			return -EINVAL;
@@ -77,12 +79,152 @@ int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen, int *po
 		return -EINVAL;
 	errno = 0;
 	p = strtol(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || p < 1 || p > 65535)
+	if (errno || end == colon + 1 || *end || p < 1 || p > 65535 || colon[1] == '+' ||
+	    colon[1] == '-' || colon[1] == ' ')
 		return -EINVAL;
 	memcpy(host, h, n);
 	host[n] = '\0';
 	*port = (int)p;
 	return 0;
+}
+
+/* --- the job key --------------------------------------------------------- */
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                                   \
+	do {                                                                                       \
+		v0 += v1;                                                                          \
+		v1 = ROTL(v1, 13);                                                                 \
+		v1 ^= v0;                                                                          \
+		v0 = ROTL(v0, 32);                                                                 \
+		v2 += v3;                                                                          \
+		v3 = ROTL(v3, 16);                                                                 \
+		v3 ^= v2;                                                                          \
+		v0 += v3;                                                                          \
+		v3 = ROTL(v3, 21);                                                                 \
+		v3 ^= v0;                                                                          \
+		v2 += v1;                                                                          \
+		v1 = ROTL(v1, 17);                                                                 \
+		v1 ^= v2;                                                                          \
+		v2 = ROTL(v2, 32);                                                                 \
+	} while (0)
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+uint64_t rw_bootstrap_siphash(const uint64_t k[2], const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	uint64_t v0 = 0x736f6d6570736575ull ^ k[0], v1 = 0x646f72616e646f6dull ^ k[1];
+	uint64_t v2 = 0x6c7967656e657261ull ^ k[0], v3 = 0x7465646279746573ull ^ k[1];
+	uint64_t m, last = (uint64_t)len << 56;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		m = le64(p + i);
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (size_t j = 0; i + j < len; j++)
+		last |= (uint64_t)p[i + j] << (8 * j);
+	v3 ^= last;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= last;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+int rw_bootstrap_key(const char *root, const char *secret, struct rw_boot_key *key)
+{
+	/* Public constants: the key is a keyed hash of the secret under them. */
+	static const uint64_t kd[2][2] = {{0x72696e6777617920ull, 0x6a6f62206b657920ull},
+					  {0x626f6f7473747261ull, 0x7020736563726574ull}};
+	const char *hash = root ? strchr(root, '#') : NULL;
+	const char *s = hash ? hash + 1 : secret;
+
+	memset(key, 0, sizeof(*key));
+	if (hash && !hash[1])
+		return -EINVAL; /* "host:port#" with an empty key: say so, never run open */
+	if (!s || !*s)
+		return 0;
+	key->k[0] = rw_bootstrap_siphash(kd[0], s, strlen(s));
+	key->k[1] = rw_bootstrap_siphash(kd[1], s, strlen(s));
+	key->set = 1;
+	return 0;
+}
+
+uint64_t rw_bootstrap_mac(const struct rw_boot_key *key, uint32_t label, uint64_t root_nonce,
+			  uint64_t peer_nonce, int32_t rank, int32_t value)
+{
+	uint64_t m[4] = {label, root_nonce, peer_nonce,
+			 (uint64_t)(uint32_t)rank << 32 | (uint32_t)value};
+
+	return key->set ? rw_bootstrap_siphash(key->k, m, sizeof(m)) : 0;
+}
+
+int rw_bootstrap_check_hello(const struct rw_boot_key *key, uint64_t root_nonce, int nranks,
+			     const struct rw_boot_hello *h)
+{
+	if (h->magic != RW_BOOT_MAGIC)
+		return -EBADMSG;
+	if (h->version != RW_BOOT_VERSION)
+		return -EPROTONOSUPPORT;
+	if (key->set && (h->mac ^ rw_bootstrap_mac(key, RW_BOOT_LABEL_PEER, root_nonce, h->nonce,
+						   h->rank, h->nranks)) != 0)
+		return -EACCES;
+	if (h->nranks != nranks || h->rank <= 0 || h->rank >= nranks)
+		return -EPROTO;
+	return 0;
+}
+
+int rw_bootstrap_check_challenge(const struct rw_boot_key *key, const struct rw_boot_challenge *c)
+{
+	if (c->magic != RW_BOOT_MAGIC)
+		return -EPROTO;
+	if (c->version != RW_BOOT_VERSION)
+		return -EPROTONOSUPPORT;
+	if (!(c->flags & RW_BOOT_F_SECRET) != !key->set)
+		return -EACCES;
+	return 0;
+}
+
+int rw_bootstrap_check_welcome(const struct rw_boot_key *key, uint64_t root_nonce,
+			       const struct rw_boot_hello *h, const struct rw_boot_welcome *w)
+{
+	if (w->magic != RW_BOOT_MAGIC)
+		return -EPROTO;
+	if (w->status != 0)
+		return w->status == -EACCES || w->status == -EEXIST || w->status == -EPROTONOSUPPORT
+			       ? w->status
+			       : -EPROTO;
+	if (key->set && (w->mac ^ rw_bootstrap_mac(key, RW_BOOT_LABEL_ROOT, root_nonce, h->nonce,
+						   h->rank, 0)) != 0)
+		return -EACCES;
+	return 0;
+}
+
+/* A nonce no one can predict; getrandom() when it answers at once. */
+static uint64_t fresh_nonce(void)
+{
+	static uint64_t count;
+	uint64_t n, k[2] = {rw_now_ns(), (uint64_t)getpid() << 32 ^ (uintptr_t)&n}, c = ++count;
+
+	if (getrandom(&n, sizeof(n), GRND_NONBLOCK) == (ssize_t)sizeof(n))
+		return n;
+	return rw_bootstrap_siphash(k, &c, sizeof(c));
 }
 
 /* --- bounded I/O ------------------------------------------------------------ */
@@ -210,115 +352,344 @@ static int io_fail(const struct rw_bootstrap *b, int i, const char *what, int rc
 
 /* --- rank 0 -------------------------------------------------------------- */
 
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr) >>
+			24) == 127;
+	return sa->sa_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
+}
+
+/* A listening socket on sa; -errno. */
+static int listen_on(const struct sockaddr *sa, socklen_t sl)
+{
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc;
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, sa, sl) < 0 || listen(fd, 1024) < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/*
+ * Listen on the address root names.  Every address of the port only where
+ * that cannot serve the other hosts: the name is not an address of this
+ * host (a NAT or service address), or a host name resolves to loopback
+ * here (Debian maps its own name to 127.0.1.1) -- the secret guards those.
+ */
 static int root_listen(const char *root, int *fd_out)
 {
-	char host[256];
-	int port, fd, one = 1, rc;
-	struct sockaddr_storage ss = {0};
-	socklen_t sl;
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
+			*ai = NULL;
+	struct sockaddr_storage any = {0};
+	char host[256], port_s[16], name[BOOT_NAME];
+	int port, fd = -EADDRNOTAVAIL, rc, family = AF_INET;
+	bool numeric;
 
 	rc = rw_bootstrap_parse(root, host, sizeof(host), &port);
 	if (rc) {
-		RW_WARN(RW_LOG_INIT, "bootstrap: rendezvous '%s' is not host:port", root);
+		RW_WARN(RW_LOG_INIT, "bootstrap: rendezvous '%.*s' is not host:port", shown(root),
+			root);
 		return rc;
 	}
-	/* Bind every address of the family the name resolves to. */
-	if (getaddrinfo(host, NULL, &hints, &ai) == 0 && ai && ai->ai_family == AF_INET6) {
-		struct sockaddr_in6 *in6 = (void *)&ss;
-
-		in6->sin6_family = AF_INET6;
-		in6->sin6_addr = in6addr_any;
-		in6->sin6_port = htons((uint16_t)port);
-		sl = sizeof(*in6);
-	} else {
-		struct sockaddr_in *in = (void *)&ss;
-
-		in->sin_family = AF_INET;
-		in->sin_addr.s_addr = htonl(INADDR_ANY);
-		in->sin_port = htons((uint16_t)port);
-		sl = sizeof(*in);
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	numeric = strcmp(host, "localhost") == 0 || inet_pton(AF_INET, host, &any) == 1 ||
+		  inet_pton(AF_INET6, host, &any) == 1;
+	rc = getaddrinfo(host, port_s, &hints, &ai);
+	if (rc) {
+		RW_WARN(RW_LOG_INIT, "bootstrap: rank 0 cannot resolve '%s': %s", host,
+			gai_strerror(rc));
+		return -EHOSTUNREACH;
 	}
-	if (ai)
-		freeaddrinfo(ai);
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	for (struct addrinfo *a = ai; a; a = a->ai_next) {
+		family = a->ai_family;
+		if (!numeric && is_loopback(a->ai_addr))
+			break;
+		fd = listen_on(a->ai_addr, a->ai_addrlen);
+		if (fd >= 0 || fd != -EADDRNOTAVAIL)
+			break;
+	}
+	freeaddrinfo(ai);
+	if (fd == -EADDRNOTAVAIL) {
+		memset(&any, 0, sizeof(any));
+		any.ss_family = (sa_family_t)family;
+		if (family == AF_INET6) {
+			((struct sockaddr_in6 *)&any)->sin6_addr = in6addr_any;
+			((struct sockaddr_in6 *)&any)->sin6_port = htons((uint16_t)port);
+		} else {
+			((struct sockaddr_in *)&any)->sin_addr.s_addr = htonl(INADDR_ANY);
+			((struct sockaddr_in *)&any)->sin_port = htons((uint16_t)port);
+		}
+		RW_INFO(RW_LOG_INIT,
+			"bootstrap: '%s' is not an address other hosts reach rank 0 at: listening "
+			"on every address of port %d",
+			host, port);
+		fd = listen_on((struct sockaddr *)&any, family == AF_INET6
+								? sizeof(struct sockaddr_in6)
+								: sizeof(struct sockaddr_in));
+	}
 	if (fd < 0) {
-		rc = -errno;
-		RW_WARN(RW_LOG_INIT, "bootstrap: socket() for %s failed: %s", root,
-			strerror(-(rc)));
-		return rc;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1024) < 0) {
-		rc = -errno;
-		RW_WARN(RW_LOG_INIT, "bootstrap: rank 0 cannot listen on port %d of %s: %s", port,
-			root, strerror(-(rc)));
-		close(fd);
-		return rc;
+		snprintf(name, sizeof(name), "%.*s", shown(root), root);
+		RW_WARN(RW_LOG_INIT, "bootstrap: rank 0 cannot listen on %s: %s", name,
+			strerror(-fd));
+		return fd;
 	}
 	*fd_out = fd;
 	return 0;
 }
 
-/* Accept nranks - 1 peers, each identified by its hello. */
-static int root_gather_peers(struct rw_bootstrap *b, int lfd, uint64_t deadline)
-{
-	int joined = 0, rc;
+/* A connection rank 0 accepted that has not proven itself yet. */
+struct pending {
+	int fd;
+	uint64_t nonce;	   /* of the challenge sent */
+	uint64_t deadline; /* to prove itself */
+	size_t got;	   /* bytes of h read */
+	struct rw_boot_hello h;
+	char name[BOOT_NAME];
+};
 
-	rc = set_nonblock(lfd);
-	if (rc)
-		return rc;
-	while (joined < b->nranks - 1) {
+struct gather {
+	struct rw_bootstrap *b;
+	struct pending p[RW_BOOT_PENDING_MAX];
+	int np, joined, refused;
+};
+
+/* Forget pending i (closing it unless it joined). */
+static void pend_remove(struct gather *g, int i, bool close_it)
+{
+	if (close_it)
+		close(g->p[i].fd);
+	g->p[i] = g->p[--g->np];
+}
+
+/* Refuse pending i: tell it why (best effort, never waits) and close it. */
+static void pend_refuse(struct gather *g, int i, int status, const char *why)
+{
+	struct pending *p = &g->p[i];
+	struct rw_boot_welcome w = {.magic = RW_BOOT_MAGIC, .status = status};
+
+	if (status != -EBADMSG)
+		(void)!send(p->fd, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (status != -EBADMSG && g->refused++ < BOOT_WARNS)
+		RW_WARN(RW_LOG_INIT, "bootstrap: rank 0: refused %s (says rank %d of %d): %s%s",
+			p->name, p->h.rank, p->h.nranks, why,
+			g->refused == BOOT_WARNS ? " (further refusals at INFO)" : "");
+	else
+		RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: dropped %s: %s", p->name, why);
+	pend_remove(g, i, true);
+}
+
+/* A whole hello from pending i: take its rank or refuse it.  0, or the
+ * error that fails rank 0 (a peer that proved the secret and disagrees). */
+static int pend_verdict(struct gather *g, int i)
+{
+	struct rw_bootstrap *b = g->b;
+	struct pending *p = &g->p[i];
+	struct rw_boot_welcome w = {.magic = RW_BOOT_MAGIC};
+	int rc = rw_bootstrap_check_hello(&b->key, p->nonce, b->nranks, &p->h), r = p->h.rank;
+
+	if (rc == -EPROTO && b->key.set) {
+		RW_WARN(RW_LOG_INIT,
+			"bootstrap: rank 0: %s holds the job secret but says it is rank %d of %d; "
+			"this job has %d ranks",
+			p->name, r, p->h.nranks, b->nranks);
+		pend_refuse(g, i, -EPROTO, "another nranks");
+		return -EPROTO;
+	}
+	if (rc == 0 && b->fds[r] >= 0)
+		rc = -EEXIST;
+	switch (rc) {
+	case 0:
+		break;
+	case -EBADMSG:
+		pend_refuse(g, i, rc, "not a ringway rank");
+		return 0;
+	case -EPROTONOSUPPORT:
+		pend_refuse(g, i, rc, "another ringway version");
+		return 0;
+	case -EACCES:
+		pend_refuse(g, i, rc,
+			    "it did not prove the job secret (RINGWAY_SECRET or host:port#key)");
+		return 0;
+	case -EEXIST:
+		pend_refuse(g, i, rc, "that rank already joined");
+		return 0;
+	default:
+		pend_refuse(g, i, rc, "another nranks, or a rank out of range");
+		return 0;
+	}
+	w.mac = rw_bootstrap_mac(&b->key, RW_BOOT_LABEL_ROOT, p->nonce, p->h.nonce, r, 0);
+	if (send(p->fd, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(w)) {
+		RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: rank %d (%s) left before its welcome", r,
+			p->name);
+		pend_remove(g, i, true);
+		return 0;
+	}
+	b->fds[r] = p->fd;
+	snprintf(b->names[r], BOOT_NAME, "%s", p->name);
+	g->joined++;
+	RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: rank %d joined from %s (%d of %d)", r, p->name,
+		g->joined + 1, b->nranks);
+	pend_remove(g, i, false);
+	return 0;
+}
+
+/* Read what pending i sent; 0, or the error that fails rank 0. */
+static int pend_read(struct gather *g, int i)
+{
+	struct pending *p = &g->p[i];
+	ssize_t n = recv(p->fd, (char *)&p->h + p->got, sizeof(p->h) - p->got, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	if (n <= 0) {
+		RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: %s left before its hello: %s", p->name,
+			n == 0 ? "closed" : strerror(errno));
+		pend_remove(g, i, true);
+		return 0;
+	}
+	p->got += (size_t)n;
+	if (p->got < sizeof(p->h)) {
+		if (p->got >= sizeof(uint32_t) && p->h.magic != RW_BOOT_MAGIC)
+			pend_refuse(g, i, -EBADMSG, "not a ringway rank");
+		return 0;
+	}
+	return pend_verdict(g, i);
+}
+
+/* Accept what waits on lfd, challenging each; 0 or a fatal -errno. */
+static int root_accept(struct gather *g, int lfd, int hello_ms)
+{
+	for (int k = 0; k < 16; k++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		struct boot_hello h;
-		char name[BOOT_NAME];
-		int fd, one = 1;
+		struct rw_boot_challenge c = {.magic = RW_BOOT_MAGIC,
+					      .version = RW_BOOT_VERSION,
+					      .flags = g->b->key.set ? RW_BOOT_F_SECRET : 0};
+		struct pending *p;
+		int fd, one = 1, oldest = 0;
 
-		rc = wait_fd(lfd, POLLIN, deadline);
-		if (rc) {
-			RW_WARN(RW_LOG_INIT,
-				"bootstrap: rank 0: only %d of %d ranks joined within "
-				"RINGWAY_TIMEOUT_MS=%d",
-				joined + 1, b->nranks, b->timeout_ms);
-			return rc;
-		}
 		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0) {
-			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
-				continue;
-			rc = -errno;
-			RW_WARN(RW_LOG_INIT, "bootstrap: rank 0: accept failed: %s",
-				strerror(-(rc)));
-			return rc;
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM || errno == EBADF || errno == EINVAL ||
+			    errno == ENOTSOCK) {
+				int rc = -errno;
+
+				RW_WARN(RW_LOG_INIT,
+					"bootstrap: rank 0: accept failed with %d of %d ranks "
+					"joined: %s%s",
+					g->joined + 1, g->b->nranks, strerror(-rc),
+					rc == -EMFILE ? " (raise ulimit -n)" : "");
+				return rc;
+			}
+			return 0; /* EAGAIN: all taken; or a connection that failed already */
 		}
+		if (g->np == RW_BOOT_PENDING_MAX) {
+			for (int i = 1; i < g->np; i++)
+				if (g->p[i].deadline < g->p[oldest].deadline)
+					oldest = i;
+			RW_INFO(RW_LOG_INIT,
+				"bootstrap: rank 0: %d connections owe a hello: "
+				"dropped the oldest, %s",
+				RW_BOOT_PENDING_MAX, g->p[oldest].name);
+			pend_remove(g, oldest, true);
+		}
+		p = &g->p[g->np];
+		memset(p, 0, sizeof(*p));
+		p->fd = fd;
+		p->nonce = c.nonce = fresh_nonce();
+		p->deadline = rw_now_ms() + (uint64_t)hello_ms;
+		addr_name((struct sockaddr *)&ss, p->name, sizeof(p->name));
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		addr_name((struct sockaddr *)&ss, name, sizeof(name));
-		rc = read_all(fd, &h, sizeof(h), deadline);
-		if (rc || h.magic != BOOT_MAGIC || h.version != BOOT_VERSION) {
-			/* not one of ours (a port scanner, a stale rank): drop it */
-			RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: dropped a connection from %s: %s",
-				name, rc ? strerror(-(rc)) : "not a ringway rank");
+		if (send(fd, &c, sizeof(c), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(c)) {
+			RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: %s left at once", p->name);
 			close(fd);
 			continue;
 		}
-		if (h.nranks != b->nranks || h.rank <= 0 || h.rank >= b->nranks ||
-		    b->fds[h.rank] >= 0) {
-			RW_WARN(RW_LOG_INIT,
-				"bootstrap: rank 0: %s says it is rank %d of %d, but this job has "
-				"%d ranks%s",
-				name, h.rank, h.nranks, b->nranks,
-				h.rank > 0 && h.rank < b->nranks && b->fds[h.rank] >= 0
-					? " and that rank already joined"
-					: "");
-			close(fd);
-			return -EPROTO;
-		}
-		b->fds[h.rank] = fd;
-		snprintf(b->names[h.rank], BOOT_NAME, "%s", name);
-		joined++;
+		g->np++;
 	}
 	return 0;
+}
+
+static void log_missing(const struct gather *g)
+{
+	char list[128] = "";
+	size_t len = 0;
+	int shown_n = 0;
+
+	for (int r = 1; r < g->b->nranks && shown_n < 8 && len < sizeof(list) - 16; r++) {
+		if (g->b->fds[r] >= 0)
+			continue;
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d",
+					shown_n++ ? ", " : "", r);
+	}
+	RW_WARN(RW_LOG_INIT,
+		"bootstrap: rank 0: only %d of %d ranks joined within RINGWAY_TIMEOUT_MS=%d "
+		"(missing: %s%s)",
+		g->joined + 1, g->b->nranks, g->b->timeout_ms, list,
+		g->b->nranks - 1 - g->joined > shown_n ? ", ..." : "");
+}
+
+/* Accept nranks - 1 peers, each proving itself by its hello. */
+static int root_gather_peers(struct rw_bootstrap *b, int lfd, uint64_t deadline)
+{
+	int hello_ms = RW_MIN(RW_BOOT_HELLO_MS, b->timeout_ms), rc;
+	struct pollfd pfd[RW_BOOT_PENDING_MAX + 1];
+	struct gather *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	g->b = b;
+	rc = set_nonblock(lfd);
+	while (!rc && g->joined < b->nranks - 1) {
+		uint64_t now = rw_now_ms(), wake = deadline;
+		int n;
+
+		for (int i = g->np - 1; i >= 0; i--) {
+			if (g->p[i].deadline <= now) {
+				RW_INFO(RW_LOG_INIT,
+					"bootstrap: rank 0: dropped %s: no hello within %d ms",
+					g->p[i].name, hello_ms);
+				pend_remove(g, i, true);
+			}
+		}
+		if (now >= deadline) {
+			log_missing(g);
+			rc = -ETIMEDOUT;
+			break;
+		}
+		pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
+		for (int i = 0; i < g->np; i++) {
+			pfd[i + 1] = (struct pollfd){.fd = g->p[i].fd, .events = POLLIN};
+			wake = RW_MIN(wake, g->p[i].deadline);
+		}
+		n = poll(pfd, (nfds_t)g->np + 1, wake > now ? (int)RW_MIN(wake - now, 60000) : 0);
+		if (n < 0 && errno != EINTR) {
+			rc = -errno;
+			RW_WARN(RW_LOG_INIT, "bootstrap: rank 0: poll failed: %s", strerror(-rc));
+			break;
+		}
+		if (n <= 0)
+			continue;
+		/* back to front: a removal moves the last entry into the slot */
+		for (int i = g->np - 1; i >= 0 && !rc; i--) {
+			if (pfd[i + 1].revents)
+				rc = pend_read(g, i);
+		}
+		if (!rc && pfd[0].revents)
+			rc = root_accept(g, lfd, hello_ms);
+	}
+	while (g->np)
+		pend_remove(g, 0, true);
+	free(g);
+	return rc;
 }
 
 /* --- other ranks ------------------------------------------------------------ */
@@ -347,66 +718,146 @@ static int try_connect(const struct addrinfo *a, uint64_t deadline, int *fd_out)
 	return 0;
 }
 
+/*
+ * Challenge, hello, welcome on a fresh connection to rank 0.  0 (joined);
+ * -ECONNRESET when rank 0 dropped the connection first (knock again); any
+ * other error is final and logged here.
+ */
+static int peer_handshake(struct rw_bootstrap *b, int fd, uint64_t deadline)
+{
+	struct rw_boot_challenge c;
+	struct rw_boot_welcome w;
+	struct rw_boot_hello h = {.magic = RW_BOOT_MAGIC,
+				  .version = RW_BOOT_VERSION,
+				  .rank = b->rank,
+				  .nranks = b->nranks,
+				  .nonce = fresh_nonce()};
+	const char *why = "";
+	int rc;
+
+	rc = read_all(fd, &c, sizeof(c), deadline);
+	if (!rc)
+		rc = rw_bootstrap_check_challenge(&b->key, &c);
+	if (rc == -EACCES)
+		why = b->key.set ? ": this rank has a job secret and rank 0 none"
+				 : ": rank 0 requires the job secret (RINGWAY_SECRET or "
+				   "host:port#key) and this rank has none";
+	if (!rc) {
+		h.mac = rw_bootstrap_mac(&b->key, RW_BOOT_LABEL_PEER, c.nonce, h.nonce, h.rank,
+					 h.nranks);
+		rc = write_all(fd, &h, sizeof(h), deadline);
+	}
+	if (!rc)
+		rc = read_all(fd, &w, sizeof(w), deadline);
+	if (!rc) {
+		rc = rw_bootstrap_check_welcome(&b->key, c.nonce, &h, &w);
+		why = rc == -EEXIST	       ? ": rank 0 refused: this rank already joined"
+		      : rc == -EPROTONOSUPPORT ? ": rank 0 runs another ringway version"
+		      : rc == -EPROTO	       ? ": rank 0 refused: it has another nranks"
+		      : rc == -EACCES && w.status
+			      ? ": rank 0 refused: this rank's job secret is not rank 0's"
+		      : rc == -EACCES ? ": rank 0 did not prove the job secret"
+				      : "";
+	}
+	if (rc == -EPIPE || rc == -ECONNRESET)
+		return -ECONNRESET;
+	if (rc == -EEXIST)
+		rc = -EPROTO; /* the API's "two claim one rank" */
+	if (rc == -EPROTONOSUPPORT)
+		rc = -EPROTO;
+	if (rc) {
+		RW_WARN(RW_LOG_INIT, "bootstrap: rank %d of %d: joining rank 0 at %s: %s%s",
+			b->rank, b->nranks, b->names[0], strerror(-rc), why);
+		if (rc == -ETIMEDOUT)
+			RW_WARN(RW_LOG_INIT, "bootstrap: rank %d: (RINGWAY_TIMEOUT_MS=%d)", b->rank,
+				b->timeout_ms);
+	}
+	return rc;
+}
+
 static int peer_connect(struct rw_bootstrap *b, const char *root, uint64_t deadline)
 {
-	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-	struct boot_hello h = {
-		.magic = BOOT_MAGIC, .version = BOOT_VERSION, .rank = b->rank, .nranks = b->nranks};
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV},
+			*ai = NULL;
 	char host[256], port_s[16];
 	int port, fd = -1, one = 1, rc;
 
 	rc = rw_bootstrap_parse(root, host, sizeof(host), &port);
 	if (rc) {
-		RW_WARN(RW_LOG_INIT, "bootstrap: rendezvous '%s' is not host:port", root);
+		RW_WARN(RW_LOG_INIT, "bootstrap: rendezvous '%.*s' is not host:port", shown(root),
+			root);
 		return rc;
 	}
 	snprintf(port_s, sizeof(port_s), "%d", port);
-	snprintf(b->names[0], BOOT_NAME, "%s", root);
+	snprintf(b->names[0], BOOT_NAME, "%.*s", shown(root), root);
 	rc = getaddrinfo(host, port_s, &hints, &ai);
 	if (rc) {
 		RW_WARN(RW_LOG_INIT, "bootstrap: rank %d: cannot resolve '%s': %s", b->rank, host,
 			gai_strerror(rc));
 		return -EHOSTUNREACH;
 	}
-	/* Rank 0 may not listen yet: knock until the deadline. */
+	/* Rank 0 may not listen yet, or may have dropped us: knock until the deadline. */
 	for (;;) {
 		rc = -ECONNREFUSED;
 		for (struct addrinfo *a = ai; a && rc; a = a->ai_next)
 			rc = try_connect(a, deadline, &fd);
-		if (rc == 0 || remaining_ms(deadline) == 0)
+		if (rc == 0) {
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+			rc = peer_handshake(b, fd, deadline);
+			if (rc == 0)
+				break;
+			close(fd);
+			if (rc != -ECONNRESET)
+				break;
+			RW_INFO(RW_LOG_INIT,
+				"bootstrap: rank %d: rank 0 dropped the connection "
+				"before its welcome: knocking again",
+				b->rank);
+		}
+		if (remaining_ms(deadline) == 0)
 			break;
 		usleep(20000);
 	}
 	freeaddrinfo(ai);
-	if (rc) {
+	if (rc == 0) {
+		b->fds[0] = fd;
+		return 0;
+	}
+	if (rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -ETIMEDOUT) {
 		RW_WARN(RW_LOG_INIT,
 			"bootstrap: rank %d: cannot reach rank 0 at %s within "
 			"RINGWAY_TIMEOUT_MS=%d: %s",
-			b->rank, root, b->timeout_ms, strerror(-(rc)));
-		return rc == -ECONNREFUSED ? -ETIMEDOUT : rc;
+			b->rank, b->names[0], b->timeout_ms, strerror(-(rc)));
+		rc = -ETIMEDOUT;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	b->fds[0] = fd;
-	rc = write_all(fd, &h, sizeof(h), deadline);
-	return rc ? io_fail(b, 0, "saying hello to", rc) : 0;
+	return rc;
 }
 
 int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank, int timeout_ms,
-			struct rw_bootstrap **out)
+			const char *secret, struct rw_bootstrap **out)
 {
-	uint64_t deadline = rw_now_ms() + (uint64_t)timeout_ms;
-	struct rw_bootstrap *b;
+	uint64_t deadline = rw_now_ms() + (uint64_t)RW_MAX(timeout_ms, 0);
+	struct rw_bootstrap *b = NULL;
+	struct rw_boot_key key;
 	int n, rc;
 
-	if (nranks < 1 || rank < 0 || rank >= nranks || timeout_ms < 1 || !out ||
-	    (!root && nranks > 1 && (rank != 0 || listen_fd < 0))) {
-		RW_WARN(RW_LOG_INIT, "bootstrap: bad arguments (rank %d of %d, root %s)", rank,
-			nranks, root ? root : "NULL");
+	if (nranks < 1 || nranks > RW_MAX_RANKS || rank < 0 || rank >= nranks || timeout_ms < 1 ||
+	    !out || (!root && nranks > 1 && (rank != 0 || listen_fd < 0))) {
+		RW_WARN(RW_LOG_INIT,
+			"bootstrap: bad arguments (rank %d of %d, at most %d ranks, timeout %d ms, "
+			"root %.*s)",
+			rank, nranks, RW_MAX_RANKS, timeout_ms, root ? shown(root) : 4,
+			root ? root : "NULL");
 		rc = -EINVAL;
 		goto err_close_listen;
 	}
+	rc = rw_bootstrap_key(root, secret, &key);
+	if (rc) {
+		RW_WARN(RW_LOG_INIT, "bootstrap: rendezvous '%.*s#' has an empty key", shown(root),
+			root);
+		goto err_close_listen;
+	}
 	b = calloc(1, sizeof(*b));
-	n = rank == 0 ? nranks : 1;
 	if (!b) {
 		rc = -ENOMEM;
 		goto err_close_listen;
@@ -414,14 +865,18 @@ int rw_bootstrap_create(const char *root, int listen_fd, int nranks, int rank, i
 	b->nranks = nranks;
 	b->rank = rank;
 	b->timeout_ms = timeout_ms;
+	b->key = key;
+	n = rank == 0 ? nranks : 1;
 	b->fds = malloc((size_t)n * sizeof(*b->fds));
 	b->names = calloc((size_t)n, sizeof(*b->names));
 	if (!b->fds || !b->names) {
+		RW_WARN(RW_LOG_INIT, "bootstrap: rank %d: no memory for %d connections", rank, n);
 		rc = -ENOMEM;
 		goto err_free;
 	}
 	for (int i = 0; i < n; i++)
 		b->fds[i] = -1;
+	b->nfds = n; /* from here on, destroy closes fds[0..n) */
 
 	if (rank == 0) {
 		if (listen_fd < 0 && nranks > 1) {
@@ -450,7 +905,7 @@ err_close_listen:
 int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all, size_t len)
 {
 	uint64_t deadline = rw_now_ms() + (uint64_t)b->timeout_ms;
-	struct boot_hdr h = {.magic = BOOT_MAGIC, .len = len};
+	struct boot_hdr h = {.magic = RW_BOOT_MAGIC, .len = len};
 	size_t total = (size_t)b->nranks * len;
 	char *out = all;
 	int rc;
@@ -462,7 +917,7 @@ int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all, 
 			rc = write_all(b->fds[0], mine, len, deadline);
 		if (!rc)
 			rc = read_all(b->fds[0], &h, sizeof(h), deadline);
-		if (!rc && (h.magic != BOOT_MAGIC || h.len != total))
+		if (!rc && (h.magic != RW_BOOT_MAGIC || h.len != total))
 			rc = -EPROTO;
 		if (!rc)
 			rc = read_all(b->fds[0], out, total, deadline);
@@ -470,7 +925,7 @@ int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all, 
 	}
 	for (int r = 1; r < b->nranks; r++) {
 		rc = read_all(b->fds[r], &h, sizeof(h), deadline);
-		if (!rc && (h.magic != BOOT_MAGIC || h.len != len))
+		if (!rc && (h.magic != RW_BOOT_MAGIC || h.len != len))
 			rc = -EPROTO;
 		if (!rc)
 			rc = read_all(b->fds[r], out + (size_t)r * len, len, deadline);
@@ -505,11 +960,10 @@ void rw_bootstrap_destroy(struct rw_bootstrap *b)
 {
 	if (!b)
 		return;
-	if (b->fds) {
-		for (int i = 0; i < (b->rank == 0 ? b->nranks : 1); i++)
-			rw_close_fd(&b->fds[i]);
-	}
+	for (int i = 0; i < b->nfds; i++)
+		rw_close_fd(&b->fds[i]);
 	free(b->fds);
 	free(b->names);
+	memset(&b->key, 0, sizeof(b->key));
 	free(b);
 }

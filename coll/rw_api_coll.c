@@ -7,6 +7,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <string.h>
 
 #include "coll/rw_coll.h"
 #include "coll/world.h"
@@ -36,9 +37,11 @@ RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rend
 
 	rw_config_load(&cfg, NULL, NULL);
 	rw_log_set_level((enum rw_log_level)cfg.debug);
-	if (!comm || nranks < 1 || rank < 0 || rank >= nranks) {
-		RW_WARN(RW_LOG_INIT, "rw_comm_init(comm=%p, nranks=%d, rank=%d): bad arguments",
-			(void *)comm, nranks, rank);
+	if (!comm || nranks < 1 || nranks > RW_MAX_RANKS || rank < 0 || rank >= nranks) {
+		RW_WARN(RW_LOG_INIT,
+			"rw_comm_init(comm=%p, nranks=%d, rank=%d): bad arguments (nranks: 1 to "
+			"RW_MAX_RANKS=%d, rank: 0 to nranks - 1)",
+			(void *)comm, nranks, rank, RW_MAX_RANKS);
 		return -EINVAL;
 	}
 	if (rendezvous) {
@@ -52,7 +55,10 @@ RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rend
 			return -EINVAL;
 		a.root = root;
 	}
-	return rw_world_create(&a, comm);
+	rc = rw_world_create(&a, comm);
+	memset(cfg.secret, 0, sizeof(cfg.secret)); /* the job secret lives no longer than needed */
+	memset(root, 0, sizeof(root));
+	return rc;
 }
 
 static int run(rw_comm_t *comm, const char *call, const struct rw_coll_args *a)

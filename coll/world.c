@@ -11,6 +11,7 @@
 #include "coll/bootstrap.h"
 #include "coll/rw_coll.h"
 #include "common/rw_log.h"
+#include "include/ringway.h"
 #include "transport/rw_net.h"
 
 #define NAME_BYTES 64
@@ -103,7 +104,10 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 	char host[48] = "?";
 	int listen_fd = a ? a->listen_fd : -1, rc;
 
-	if (!a || !out) {
+	if (!a || !out || a->nranks < 1 || a->nranks > RW_MAX_RANKS || a->rank < 0 ||
+	    a->rank >= a->nranks) {
+		RW_WARN(RW_LOG_INIT, "rw_world_create: bad arguments (rank %d of %d, at most %d)",
+			a ? a->rank : -1, a ? a->nranks : -1, RW_MAX_RANKS);
 		rw_close_fd(&listen_fd);
 		return -EINVAL;
 	}
@@ -117,7 +121,7 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 	else
 		rw_config_load(&w->cfg, NULL, NULL);
 	rc = rw_bootstrap_create(a->root, listen_fd, a->nranks, a->rank, (int)w->cfg.timeout_ms,
-				 &w->boot);
+				 w->cfg.secret, &w->boot);
 	if (rc)
 		goto err_free; /* closed listen_fd */
 	rc = rw_net_create(&w->cfg, &w->net);
@@ -148,6 +152,7 @@ err_net:
 err_boot:
 	rw_bootstrap_destroy(w->boot);
 err_free:
+	memset(w->cfg.secret, 0, sizeof(w->cfg.secret));
 	free(w);
 	return rc;
 }
@@ -163,6 +168,7 @@ int rw_world_destroy(struct rw_comm *w)
 	rw_coll_comm_destroy(w->coll);
 	rw_net_destroy(w->net);
 	rw_bootstrap_destroy(w->boot);
+	memset(w->cfg.secret, 0, sizeof(w->cfg.secret));
 	free(w);
 	return rc;
 }

@@ -18,7 +18,8 @@ struct rw_coll_comm;
 
 struct rw_world_args {
 	int nranks, rank;
-	/** rank 0's "host:port"; may be NULL on rank 0 when listen_fd >= 0 */
+	/** rank 0's "host:port" or "host:port#key" (the job secret, else
+	 *  cfg's RINGWAY_SECRET); may be NULL on rank 0 when listen_fd >= 0 */
 	const char *root;
 	/** rank 0 only: an already listening TCP socket it takes over, or -1 */
 	int listen_fd;
@@ -29,8 +30,9 @@ struct rw_world_args {
 /**
  * Join nranks ranks: create the transport (RINGWAY_TRANSPORT), meet at the
  * rendezvous, exchange listen handles and connect the rings.  Blocks, each
- * phase bounded by RINGWAY_TIMEOUT_MS.  \param[out] out set only on success.
- * On failure listen_fd is closed.
+ * phase bounded by RINGWAY_TIMEOUT_MS.  nranks: 1 to RW_MAX_RANKS.
+ * \param[out] out set only on success.  On failure listen_fd is closed
+ * and nothing else is touched.
  */
 int rw_world_create(const struct rw_world_args *a, struct rw_comm **out);
 

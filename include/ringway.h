@@ -40,6 +40,11 @@ extern "C" {
 #define RW_API
 #endif
 
+/** The most ranks a communicator may have (rw_comm_init() refuses more at
+ *  once with -EINVAL).  Rank 0 holds one rendezvous connection per rank:
+ *  large jobs need `ulimit -n` above nranks there. */
+#define RW_MAX_RANKS 65536
+
 /** A communicator: nranks processes joined in rings. */
 typedef struct rw_comm rw_comm_t;
 
@@ -85,15 +90,29 @@ RW_API const char *rw_strerror(int err);
  * connected (at most RINGWAY_TIMEOUT_MS per phase).
  *
  * \param[out] comm set only on success; free with rw_comm_destroy().
- * \param rendezvous rank 0's "host:port" ("[v6addr]:port" for IPv6): rank 0
- *   listens there (on every address of that port), the others connect to
- *   it.  NULL reads RINGWAY_ROOT, then torchrun's MASTER_ADDR and
- *   MASTER_PORT, using port MASTER_PORT + 1 (torchrun's own store holds
- *   MASTER_PORT).  Ignored when nranks is 1.
- * \return 0; -EINVAL (bad arguments, no rendezvous known); -ETIMEDOUT (a
- *   rank did not join in time); -EADDRINUSE (rank 0 cannot listen);
- *   -EPROTO (ranks disagree on nranks, or two claim one rank); -ENODEV (no
- *   usable network interface); -ENOMEM.
+ * \param nranks 1 to RW_MAX_RANKS.
+ * \param rendezvous rank 0's "host:port" ("[v6addr]:port" for IPv6),
+ *   optionally followed by "#key", the job secret: rank 0 listens on that
+ *   address, the others connect to it.  NULL reads RINGWAY_ROOT, then
+ *   torchrun's MASTER_ADDR and MASTER_PORT, using port MASTER_PORT + 1
+ *   (torchrun's own store holds MASTER_PORT).  Ignored when nranks is 1.
+ *
+ * Job secret: "#key", else RINGWAY_SECRET (the same on every rank; e.g.
+ * `export RINGWAY_SECRET=$(openssl rand -hex 16)` in the job script, which
+ * torchrun, srun and `mpirun -x RINGWAY_SECRET` pass to every rank).  With
+ * one, a rank joins only by proving the secret (a keyed hash over fresh
+ * nonces; the secret never crosses the wire) and rank 0 proves it back.
+ * Without one, anyone who can reach the port can take a free rank.  Either
+ * way a stranger cannot stall rank 0 or make the job fail: connections that
+ * do not prove themselves within 5 s are dropped, and a hello with another
+ * nranks, a taken rank or a wrong secret is refused on its own connection.
+ * \return 0; -EINVAL (bad arguments, nranks above RW_MAX_RANKS, no
+ *   rendezvous known, an empty "#key"); -ETIMEDOUT (a rank did not join in
+ *   time); -EADDRINUSE (rank 0 cannot listen); -EPROTO (rank 0 refused this
+ *   rank: another nranks, or its rank already joined; on rank 0: a rank that
+ *   proved the secret has another nranks); -EACCES (the ranks' secrets
+ *   differ, or only some have one); -ENODEV (no usable network interface);
+ *   -ENOMEM.
  */
 RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank,
 			const char *rendezvous);
