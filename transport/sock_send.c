@@ -59,11 +59,14 @@ static bool tx_busy(struct rw_sock_data *d)
 	return false;
 }
 
+/* A refused send comes first: the peer resets the connection because of it
+ * (it fails on the TRUNC header), so a reset seen afterwards by a helper
+ * still writing an earlier message is its consequence, not a new error. */
 int rw_sock_tx_error(struct rw_sock_comm *c)
 {
 	int err = atomic_load_explicit(&c->d->err, memory_order_acquire);
 
-	return err ? err : c->d->tx.refused;
+	return c->d->tx.refused ? c->d->tx.refused : err;
 }
 
 /* --- the peer's posts ------------------------------------------------------ */
@@ -235,7 +238,7 @@ int rw_sock_tx_progress(struct rw_sock_comm *c)
 	/* a refused send's header is out, and all before it: end here */
 	if (!rc && d->tx.refused && !tx_busy(d))
 		rc = rw_sock_comm_abort(c, d->tx.refused);
-	return rc ? rc : rw_sock_tx_error(c);
+	return rc && !d->tx.refused ? rc : rw_sock_tx_error(c);
 }
 
 /* Queue a message: its header and first slice (all of it when eager) on
