@@ -11,21 +11,35 @@
 #include "common/rw_log.h"
 
 static const struct rw_param_desc param_table[] = {
-#define RW_PARAM_INT(field, name, dflt, mn, mx, hlp)                           \
-	{ .env = "RINGWAY_" name, .type = RW_PARAM_TYPE_INT, .def = dflt,       \
-	  .min = mn, .max = mx, .help = hlp,                                   \
-	  .offset = offsetof(struct rw_config, field) },
-#define RW_PARAM_SIZE(field, name, dflt, mn, mx, hlp)                          \
-	{ .env = "RINGWAY_" name, .type = RW_PARAM_TYPE_SIZE, .def = dflt,      \
-	  .min = mn, .max = mx, .help = hlp,                                   \
-	  .offset = offsetof(struct rw_config, field) },
-#define RW_PARAM_STR(field, name, dflt, hlp)                                   \
-	{ .env = "RINGWAY_" name, .type = RW_PARAM_TYPE_STR, .def = dflt,       \
-	  .help = hlp, .offset = offsetof(struct rw_config, field) },
-#define RW_PARAM_ENUM(field, name, dflt, ch, hlp)                              \
-	{ .env = "RINGWAY_" name, .type = RW_PARAM_TYPE_ENUM, .def = dflt,      \
-	  .choices = ch, .help = hlp,                                          \
-	  .offset = offsetof(struct rw_config, field) },
+#define RW_PARAM_INT(field, name, dflt, mn, mx, hlp)                                               \
+	{.env = "RINGWAY_" name,                                                                   \
+	 .type = RW_PARAM_TYPE_INT,                                                                \
+	 .def = dflt,                                                                              \
+	 .min = mn,                                                                                \
+	 .max = mx,                                                                                \
+	 .help = hlp,                                                                              \
+	 .offset = offsetof(struct rw_config, field)},
+#define RW_PARAM_SIZE(field, name, dflt, mn, mx, hlp)                                              \
+	{.env = "RINGWAY_" name,                                                                   \
+	 .type = RW_PARAM_TYPE_SIZE,                                                               \
+	 .def = dflt,                                                                              \
+	 .min = mn,                                                                                \
+	 .max = mx,                                                                                \
+	 .help = hlp,                                                                              \
+	 .offset = offsetof(struct rw_config, field)},
+#define RW_PARAM_STR(field, name, dflt, hlp)                                                       \
+	{.env = "RINGWAY_" name,                                                                   \
+	 .type = RW_PARAM_TYPE_STR,                                                                \
+	 .def = dflt,                                                                              \
+	 .help = hlp,                                                                              \
+	 .offset = offsetof(struct rw_config, field)},
+#define RW_PARAM_ENUM(field, name, dflt, ch, hlp)                                                  \
+	{.env = "RINGWAY_" name,                                                                   \
+	 .type = RW_PARAM_TYPE_ENUM,                                                               \
+	 .def = dflt,                                                                              \
+	 .choices = ch,                                                                            \
+	 .help = hlp,                                                                              \
+	 .offset = offsetof(struct rw_config, field)},
 #include "common/rw_params.def"
 };
 
@@ -52,10 +66,9 @@ int rw_parse_size(const char *s, size_t *out)
 		const char *suffix;
 		unsigned shift;
 	} units[] = {
-		{ "", 0 },    { "B", 0 },    { "K", 10 },   { "KB", 10 },
-		{ "KIB", 10 }, { "M", 20 },  { "MB", 20 },  { "MIB", 20 },
-		{ "G", 30 },  { "GB", 30 },  { "GIB", 30 }, { "T", 40 },
-		{ "TB", 40 }, { "TIB", 40 },
+		{"", 0},     {"B", 0},	 {"K", 10},   {"KB", 10},  {"KIB", 10},
+		{"M", 20},   {"MB", 20}, {"MIB", 20}, {"G", 30},   {"GB", 30},
+		{"GIB", 30}, {"T", 40},	 {"TB", 40},  {"TIB", 40},
 	};
 	char *end;
 	unsigned long long v;
@@ -88,8 +101,7 @@ int rw_param_choice_count(const char *choices)
 	return n;
 }
 
-const char *rw_param_choice_name(const char *choices, int value, char *buf,
-				 size_t len)
+const char *rw_param_choice_name(const char *choices, int value, char *buf, size_t len)
 {
 	const char *p = choices;
 
@@ -127,8 +139,7 @@ static int parse_choice(const char *choices, const char *s, int *out)
 }
 
 /* Parse `s` into the field described by d.  0, or -EINVAL / -ERANGE. */
-static int param_parse(struct rw_config *cfg, const struct rw_param_desc *d,
-		       const char *s)
+static int param_parse(struct rw_config *cfg, const struct rw_param_desc *d, const char *s)
 {
 	void *field = (char *)cfg + d->offset;
 
@@ -137,8 +148,13 @@ static int param_parse(struct rw_config *cfg, const struct rw_param_desc *d,
 		char *end;
 		long long v;
 
+		/* decimal, or hex with 0x; never octal: "010" is ten, as a
+		 * user writing it means (strtoll's base 0 read it as eight) */
+		const char *digits = s + (*s == '-' || *s == '+');
+		int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
+
 		errno = 0;
-		v = strtoll(s, &end, 0);
+		v = strtoll(s, &end, base);
 		if (end == s || *end != '\0')
 			return -EINVAL;
 		if (errno == ERANGE || v < d->min || v > d->max)
@@ -178,9 +194,8 @@ void rw_config_defaults(struct rw_config *cfg)
 		 * tests/common/test_params.c catches it. */
 		if (rc)
 			RW_WARN(RW_LOG_INIT | RW_LOG_ENV,
-				"%s: built-in default '%s' is invalid: %s",
-				param_table[i].env, param_table[i].def,
-				strerror(-rc));
+				"%s: built-in default '%s' is invalid: %s", param_table[i].env,
+				param_table[i].def, strerror(-rc));
 	}
 }
 
@@ -189,8 +204,7 @@ static void describe_bounds(const struct rw_param_desc *d, char *buf, size_t len
 	switch (d->type) {
 	case RW_PARAM_TYPE_INT:
 	case RW_PARAM_TYPE_SIZE:
-		snprintf(buf, len, "an integer in [%" PRId64 ", %" PRId64 "]%s",
-			 d->min, d->max,
+		snprintf(buf, len, "an integer in [%" PRId64 ", %" PRId64 "]%s", d->min, d->max,
 			 d->type == RW_PARAM_TYPE_SIZE ? " (K/M/G suffixes allowed)" : "");
 		break;
 	case RW_PARAM_TYPE_ENUM:
@@ -222,15 +236,15 @@ int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg)
 		}
 		describe_bounds(d, want, sizeof(want));
 		RW_WARN(RW_LOG_INIT | RW_LOG_ENV,
-			"%s='%s' rejected (expected %s); using the default '%s'",
-			d->env, v, want, d->def);
+			"%s='%s' rejected (expected %s); using the default '%s'", d->env, v, want,
+			d->def);
 		rejected++;
 	}
 	return rejected;
 }
 
-void rw_param_format(const struct rw_config *cfg, const struct rw_param_desc *d,
-		     char *buf, size_t len)
+void rw_param_format(const struct rw_config *cfg, const struct rw_param_desc *d, char *buf,
+		     size_t len)
 {
 	const void *field = (const char *)cfg + d->offset;
 
@@ -258,8 +272,7 @@ void rw_params_print(FILE *f, const struct rw_config *cfg)
 		rw_config_defaults(&defaults);
 		cfg = &defaults;
 	}
-	fprintf(f, "%-28s %-12s %-12s %s\n", "# variable", "value", "default",
-		"meaning");
+	fprintf(f, "%-28s %-12s %-12s %s\n", "# variable", "value", "default", "meaning");
 	for (size_t i = 0; i < RW_ARRAY_SIZE(param_table); i++) {
 		const struct rw_param_desc *d = &param_table[i];
 		char val[RW_PARAM_STR_MAX];
@@ -267,8 +280,7 @@ void rw_params_print(FILE *f, const struct rw_config *cfg)
 
 		rw_param_format(cfg, d, val, sizeof(val));
 		describe_bounds(d, want, sizeof(want));
-		fprintf(f, "%-28s %-12s %-12s %s; %s\n", d->env,
-			val[0] ? val : "\"\"", d->def[0] ? d->def : "\"\"",
-			d->help, want);
+		fprintf(f, "%-28s %-12s %-12s %s; %s\n", d->env, val[0] ? val : "\"\"",
+			d->def[0] ? d->def : "\"\"", d->help, want);
 	}
 }

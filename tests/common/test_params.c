@@ -53,14 +53,12 @@ static void enum_choices_match_c_enums(void **state)
 	(void)state;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(t[i].env, "RINGWAY_TRANSPORT") == 0)
-			assert_int_equal(rw_param_choice_count(t[i].choices),
-					 RW_TRANSPORT_COUNT);
+			assert_int_equal(rw_param_choice_count(t[i].choices), RW_TRANSPORT_COUNT);
 		if (strcmp(t[i].env, "RINGWAY_SOCKET_FAMILY") == 0)
 			assert_int_equal(rw_param_choice_count(t[i].choices),
 					 RW_SOCKET_FAMILY_COUNT);
 		if (strcmp(t[i].env, "RINGWAY_DEBUG") == 0)
-			assert_int_equal(rw_param_choice_count(t[i].choices),
-					 RW_LOG_TRACE + 1);
+			assert_int_equal(rw_param_choice_count(t[i].choices), RW_LOG_TRACE + 1);
 	}
 }
 
@@ -68,12 +66,18 @@ static void good_values_are_taken(void **state)
 {
 	struct rw_config cfg;
 	const char *env[] = {
-		"RINGWAY_TIMEOUT_MS", "1500",
-		"RINGWAY_SOCKET_MIN_STRIPE", "1M",
-		"RINGWAY_SOCKET_IFNAME", "^docker,lo",
-		"RINGWAY_TRANSPORT", "SOCKET",
-		"RINGWAY_DEBUG", "info",
-		"RINGWAY_SOCKET_NSTREAMS", "0x8",
+		"RINGWAY_TIMEOUT_MS",
+		"1500",
+		"RINGWAY_SOCKET_MIN_STRIPE",
+		"1M",
+		"RINGWAY_SOCKET_IFNAME",
+		"^docker,lo",
+		"RINGWAY_TRANSPORT",
+		"SOCKET",
+		"RINGWAY_DEBUG",
+		"info",
+		"RINGWAY_SOCKET_NSTREAMS",
+		"0x8",
 		NULL,
 	};
 
@@ -87,14 +91,32 @@ static void good_values_are_taken(void **state)
 	assert_int_equal(cfg.socket_nstreams, 8);
 }
 
+/* A leading zero is decimal, never octal. */
+static void leading_zero_is_decimal(void **state)
+{
+	struct rw_config cfg;
+	const char *env[] = {
+		"RINGWAY_SOCKET_NSTREAMS", "010", "RINGWAY_TIMEOUT_MS", "0900", NULL,
+	};
+
+	(void)state;
+	assert_int_equal(rw_test_config(&cfg, env), 0);
+	assert_int_equal(cfg.socket_nstreams, 10);
+	assert_int_equal(cfg.timeout_ms, 900);
+}
+
 static void bad_values_warn_and_keep_default(void **state)
 {
 	struct rw_config cfg;
 	const char *env[] = {
-		"RINGWAY_TIMEOUT_MS", "12abc",        /* junk after digits */
-		"RINGWAY_SOCKET_NSTREAMS", "99",      /* out of bounds */
-		"RINGWAY_SOCKET_MIN_STRIPE", "-4K",   /* negative size */
-		"RINGWAY_TRANSPORT", "carrier-pigeon",/* not a choice */
+		"RINGWAY_TIMEOUT_MS",
+		"12abc", /* junk after digits */
+		"RINGWAY_SOCKET_NSTREAMS",
+		"99", /* out of bounds */
+		"RINGWAY_SOCKET_MIN_STRIPE",
+		"-4K", /* negative size */
+		"RINGWAY_TRANSPORT",
+		"carrier-pigeon", /* not a choice */
 		NULL,
 	};
 
@@ -107,8 +129,12 @@ static void bad_values_warn_and_keep_default(void **state)
 	assert_int_equal(cfg.transport, RW_TRANSPORT_AUTO);
 	/* each warning names the variable, the value and the default */
 	assert_int_equal(rw_test_log_count("RINGWAY_TIMEOUT_MS='12abc' rejected"), 1);
-	assert_int_equal(rw_test_log_count("RINGWAY_SOCKET_NSTREAMS='99' rejected (expected an integer in [1, 16]); using the default '4'"), 1);
-	assert_int_equal(rw_test_log_count("'carrier-pigeon' rejected (expected one of auto|shm|socket|ib)"), 1);
+	assert_int_equal(rw_test_log_count("RINGWAY_SOCKET_NSTREAMS='99' rejected (expected an "
+					   "integer in [1, 16]); using the default '4'"),
+			 1);
+	assert_int_equal(
+		rw_test_log_count("'carrier-pigeon' rejected (expected one of auto|shm|socket|ib)"),
+		1);
 	assert_int_equal(rw_test_log_count("RINGWAY_SOCKET_MIN_STRIPE='-4K'"), 1);
 }
 
@@ -116,7 +142,7 @@ static void too_long_string_is_rejected(void **state)
 {
 	struct rw_config cfg;
 	char big[RW_PARAM_STR_MAX + 10];
-	const char *env[] = { "RINGWAY_SOCKET_IFNAME", big, NULL };
+	const char *env[] = {"RINGWAY_SOCKET_IFNAME", big, NULL};
 
 	(void)state;
 	memset(big, 'e', sizeof(big) - 1);
@@ -167,6 +193,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(defaults_parse_and_are_in_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(enum_choices_match_c_enums, setup, teardown),
 		cmocka_unit_test_setup_teardown(good_values_are_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(leading_zero_is_decimal, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_values_warn_and_keep_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(too_long_string_is_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(sizes_parse, setup, teardown),
