@@ -499,7 +499,9 @@ static int pend_verdict(struct gather *g, int i)
 			"bootstrap: rank 0: %s holds the job secret but says it is rank %d of %d; "
 			"this job has %d ranks",
 			p->name, r, p->h.nranks, b->nranks);
-		pend_refuse(g, i, -EPROTO, "another nranks");
+		w.status = -EPROTO;
+		(void)!send(p->fd, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT);
+		pend_remove(g, i, true);
 		return -EPROTO;
 	}
 	if (rc == 0 && b->fds[r] >= 0)
@@ -765,13 +767,11 @@ static int peer_handshake(struct rw_bootstrap *b, int fd, uint64_t deadline)
 		rc = -EPROTO; /* the API's "two claim one rank" */
 	if (rc == -EPROTONOSUPPORT)
 		rc = -EPROTO;
-	if (rc) {
+	if (rc == -ETIMEDOUT)
+		why = " (RINGWAY_TIMEOUT_MS)";
+	if (rc)
 		RW_WARN(RW_LOG_INIT, "bootstrap: rank %d of %d: joining rank 0 at %s: %s%s",
 			b->rank, b->nranks, b->names[0], strerror(-rc), why);
-		if (rc == -ETIMEDOUT)
-			RW_WARN(RW_LOG_INIT, "bootstrap: rank %d: (RINGWAY_TIMEOUT_MS=%d)", b->rank,
-				b->timeout_ms);
-	}
 	return rc;
 }
 
