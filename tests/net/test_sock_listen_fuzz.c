@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Fuzz target: the socket listener's handshake (hello bytes, stream
+ * assembly, eviction, deadlines) and, for connections it accepts, the
+ * message headers that follow on stream 0 -- every byte a connecting
+ * stranger or peer controls, through the real code over loopback.
+ *
+ * The input is a script of operations on up to 32 client connections:
+ *   op = byte; slot = op & 31; kind = op >> 5:
+ *     0  connect slot (if closed)
+ *     1  write n = next byte % 65 raw bytes
+ *     2  the same, with the listener's real nonce patched over whatever
+ *        falls at stream offsets 8..15 (the fuzzer cannot guess it)
+ *     3  close slot
+ *     4  write a correct hello: stream = b0 % 17, nstreams = b1 % 17,
+ *        conn_id = b2 (values out of range are kept on purpose)
+ *     5..7  one accept call
+ * then a few accept calls.  A comm handed out gets a receive posted and a
+ * few tests (its message headers come from the slot's later bytes).
+ *
+ * Two builds:
+ *   - with RW_FUZZ_LIBFUZZER (clang -fsanitize=fuzzer,...): the libFuzzer
+ *     entry point only;
+ *   - otherwise a cmocka test that runs the built-in seeds and 300
+ *     pseudo-random scripts derived from them (a regression check in
+ *     every build, ASan included).
+ * By hand (see the report / README): build every transport and common
+ * source with clang -fsanitize=fuzzer,address,undefined and run
+ *   ./fuzz_sock_listen -max_total_time=600 corpus/
+ */
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/rw_common.h"
+#include "common/rw_log.h"
+#include "common/rw_params.h"
+#include "transport/rw_net.h"
+#include "transport/sock.h"
+#include "transport/sock_internal.h"
+#include "transport/sock_proto.h"
+
+#define NSLOTS	   32
+#define MAX_WRITE  64
+#define RECV_BYTES 65536
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static size_t log_bytes; /* the messages are formatted, then dropped */
+
+static void quiet_sink(void *arg, enum rw_log_level level, unsigned long flags, const char *file,
+		       int line, const char *msg)
+{
+	(void)arg, (void)level, (void)flags, (void)file, (void)line;
+	log_bytes += strlen(msg);
+}
+
+static const char *fuzz_env(void *arg, const char *name)
+{
+	(void)arg;
+	if (!strcmp(name, "RINGWAY_SOCKET_IFNAME"))
+		return "=lo";
+	if (!strcmp(name, "RINGWAY_SOCKET_FAMILY"))
+		return "ipv4";
+	if (!strcmp(name, "RINGWAY_SOCKET_HELLO_MS"))
+		return "20"; /* some deadlines expire during a run */
+	if (!strcmp(name, "RINGWAY_TIMEOUT_MS"))
+		return "200";
+	return NULL;
+}
+
+struct run {
+	struct rw_net *net;
+	struct rw_net_listen *l;
+	struct rw_sock_handle h;
+	struct sockaddr_storage sa;
+	int fds[NSLOTS];
+	size_t sent[NSLOTS];
+	char *buf;
+};
+
+static void slot_connect(struct run *r, int s)
+{
+	int fd;
+
+	if (r->fds[s] >= 0)
+		return;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&r->sa, sizeof(struct sockaddr_in))) {
+		close(fd);
+		return;
+	}
+	r->fds[s] = fd;
+	r->sent[s] = 0;
+}
+
+static void slot_write(struct run *r, int s, const uint8_t *b, size_t n, bool patch)
+{
+	uint8_t tmp[MAX_WRITE];
+
+	if (r->fds[s] < 0 || n == 0)
+		return;
+	memcpy(tmp, b, n);
+	if (patch) {
+		const uint8_t *nonce = (const uint8_t *)&r->h.nonce;
+
+		for (size_t i = 0; i < n; i++) {
+			size_t at = r->sent[s] + i;
+
+			if (at >= 8 && at < 16)
+				tmp[i] = nonce[at - 8];
+		}
+	}
+	/* non-blocking: a listener that stopped reading must not hang us */
+	if (send(r->fds[s], tmp, n, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+		r->sent[s] += n;
+}
+
+/* Post a receive on an accepted comm, test it a few times, close it. */
+static void use_comm(struct run *r, struct rw_net_comm *c)
+{
+	struct rw_net_mr *mr = NULL;
+	struct rw_net_req *req = NULL;
+	void *d = r->buf;
+	size_t sz = RECV_BYTES, got = 0;
+	int tag = 0, done = 0;
+
+	if (rw_net_reg_mr(c, r->buf, RECV_BYTES, RW_PTR_HOST, &mr) == 0 &&
+	    rw_net_irecv(c, 1, &d, &sz, &tag, &mr, &req) == 0 && req) {
+		for (int i = 0; i < 4 && !done; i++)
+			if (rw_net_test(req, &done, &got))
+				break;
+	}
+	rw_net_close_recv(c);
+}
+
+static void accept_once(struct run *r)
+{
+	struct rw_net_comm *c = NULL;
+
+	if (rw_net_accept(r->l, &c) == 0 && c)
+		use_comm(r, c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool ready;
+	static char buf[RECV_BYTES];
+	struct rw_config cfg;
+	struct run r = {.buf = buf};
+	unsigned char handle[RW_NET_HANDLE_MAXSIZE];
+	size_t pos = 0;
+
+	if (!ready) {
+		rw_log_set_sink(quiet_sink, NULL);
+		ready = true;
+	}
+	for (int s = 0; s < NSLOTS; s++)
+		r.fds[s] = -1;
+	rw_config_load(&cfg, fuzz_env, NULL);
+	if (rw_sock_create(&cfg, &r.net))
+		abort(); /* loopback must work: not a finding */
+	if (rw_net_listen(r.net, 0, handle, &r.l) || rw_sock_handle_addr(handle, &r.sa))
+		abort();
+	memcpy(&r.h, handle, sizeof(r.h));
+	while (pos < size) {
+		uint8_t op = data[pos++];
+		int s = op & (NSLOTS - 1);
+		size_t n;
+
+		switch (op >> 5) {
+		case 0:
+			slot_connect(&r, s);
+			break;
+		case 1:
+		case 2:
+			n = pos < size ? data[pos++] % (MAX_WRITE + 1) : 0;
+			n = RW_MIN(n, size - pos);
+			slot_write(&r, s, data + pos, n, (op >> 5) == 2);
+			pos += n;
+			break;
+		case 3:
+			if (r.fds[s] >= 0)
+				close(r.fds[s]);
+			r.fds[s] = -1;
+			break;
+		case 4: {
+			struct rw_sock_hello h = {.magic = RW_SOCK_MAGIC,
+						  .version = RW_SOCK_PROTO_VERSION,
+						  .nonce = r.h.nonce};
+
+			if (size - pos < 3) {
+				pos = size;
+				break;
+			}
+			h.stream = data[pos] % 17;
+			h.nstreams = data[pos + 1] % 17;
+			h.conn_id = data[pos + 2];
+			pos += 3;
+			if (r.fds[s] >= 0 && r.sent[s] == 0)
+				slot_write(&r, s, (const uint8_t *)&h, sizeof(h), false);
+			break;
+		}
+		default:
+			accept_once(&r);
+			break;
+		}
+	}
+	for (int i = 0; i < 3; i++)
+		accept_once(&r);
+	for (int s = 0; s < NSLOTS; s++)
+		if (r.fds[s] >= 0)
+			close(r.fds[s]);
+	rw_net_close_listen(r.l);
+	rw_net_destroy(r.net);
+	return 0;
+}
+
+#ifndef RW_FUZZ_LIBFUZZER
+#include "support/rw_test.h"
+
+struct script {
+	uint8_t b[512];
+	size_t n;
+};
+
+static void put(struct script *sc, const void *p, size_t n)
+{
+	assert_true(sc->n + n <= sizeof(sc->b));
+	memcpy(sc->b + sc->n, p, n);
+	sc->n += n;
+}
+
+static void op(struct script *sc, int kind, int slot)
+{
+	uint8_t b = (uint8_t)(kind << 5 | slot);
+
+	put(sc, &b, 1);
+}
+
+static void op_write(struct script *sc, int kind, int slot, const void *p, size_t n)
+{
+	uint8_t len = (uint8_t)n;
+
+	op(sc, kind, slot);
+	put(sc, &len, 1);
+	put(sc, p, n);
+}
+
+static void op_hello(struct script *sc, int slot, uint8_t stream, uint8_t nstreams, uint8_t id)
+{
+	uint8_t b[3] = {stream, nstreams, id};
+
+	op(sc, 4, slot);
+	put(sc, b, 3);
+}
+
+/* The seeds: a peer with two streams whose stream 0 then carries an eager
+ * message; a hello written byte by byte with the nonce patched in; a flood
+ * of strangers and half-open connections. */
+static void make_seeds(struct script seeds[3])
+{
+	struct rw_sock_msg_hdr m = {
+		.marker = RW_SOCK_MSG_MARKER, .kind = RW_SOCK_MSG_EAGER, .size = 16};
+	struct rw_sock_hello h = {.magic = RW_SOCK_MAGIC,
+				  .version = RW_SOCK_PROTO_VERSION,
+				  .nstreams = 1,
+				  .conn_id = 5};
+	uint8_t msg[sizeof(m) + 16] = {0};
+
+	memset(seeds, 0, 3 * sizeof(*seeds));
+	memcpy(msg, &m, sizeof(m));
+	op(&seeds[0], 0, 0);
+	op(&seeds[0], 0, 1);
+	op_hello(&seeds[0], 0, 0, 2, 1);
+	op_hello(&seeds[0], 1, 1, 2, 1);
+	op_write(&seeds[0], 1, 0, msg, sizeof(msg));
+	op(&seeds[0], 5, 0);
+	op(&seeds[0], 5, 0);
+
+	op(&seeds[1], 0, 2);
+	for (size_t i = 0; i < sizeof(h); i++)
+		op_write(&seeds[1], 2, 2, (const uint8_t *)&h + i, 1);
+	op(&seeds[1], 5, 0);
+
+	for (int s = 0; s < NSLOTS; s++) {
+		op(&seeds[2], 0, s);
+		if (s % 2)
+			op_hello(&seeds[2], s, 0, 2, (uint8_t)s);
+		else
+			op_write(&seeds[2], 1, s, "RW", 2);
+		if (s % 8 == 7)
+			op(&seeds[2], 5, 0);
+	}
+}
+
+static void fuzz_seeds(void **state)
+{
+	struct script seeds[3], sc;
+	uint64_t x = 0x2545F4914F6CDD1Dull;
+
+	(void)state;
+	make_seeds(seeds);
+	for (int i = 0; i < 3; i++)
+		LLVMFuzzerTestOneInput(seeds[i].b, seeds[i].n);
+	for (int i = 0; i < 300; i++) {
+		sc = seeds[i % 3];
+		for (int k = 0; k < 1 + i % 8; k++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			sc.b[x % sc.n] = (uint8_t)(x >> 32);
+		}
+		LLVMFuzzerTestOneInput(sc.b, sc.n);
+	}
+	assert_true(log_bytes > 0); /* the drops were reported */
+	assert_int_equal(rw_sock_live_total(), 0);
+}
+
+/* "--seeds DIR" writes the seeds as files (the corpus of the libFuzzer
+ * build); otherwise the cmocka test. */
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {cmocka_unit_test(fuzz_seeds)};
+
+	if (argc == 3 && !strcmp(argv[1], "--seeds")) {
+		struct script seeds[3];
+
+		make_seeds(seeds);
+		for (int i = 0; i < 3; i++) {
+			char path[4096];
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%s/seed%d", argv[2], i);
+			f = fopen(path, "wb");
+			if (!f || fwrite(seeds[i].b, 1, seeds[i].n, f) != seeds[i].n)
+				return 1;
+			fclose(f);
+		}
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
