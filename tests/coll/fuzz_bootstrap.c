@@ -12,9 +12,14 @@
  *
  *   clang -fsanitize=fuzzer,address,undefined -I. -I<build>/generated \
  *     tests/coll/fuzz_bootstrap.c coll/bootstrap.c common/rw_log.c ...
+ *     -DRW_FUZZ_LIBFUZZER
  *   ./fuzz_bootstrap -max_total_time=600 tests/coll/fuzz_bootstrap_corpus
+ * Without RW_FUZZ_LIBFUZZER this is a CTest (test_bootstrap_fuzz): every
+ * seed of the corpus folder given, then 2000 mutations of each.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,3 +122,53 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
+
+#ifndef RW_FUZZ_LIBFUZZER
+int main(int argc, char **argv)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	struct dirent *e;
+	int seeds = 0;
+	DIR *d;
+
+	if (argc != 2 || !(d = opendir(argv[1]))) {
+		fprintf(stderr, "usage: %s <corpus folder>\n", argv[0]);
+		return 1;
+	}
+	while ((e = readdir(d))) {
+		uint8_t buf[512];
+		char path[4096];
+		size_t n;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", argv[1], e->d_name);
+		f = fopen(path, "rb");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf), f);
+		fclose(f);
+		LLVMFuzzerTestOneInput(buf, n);
+		for (int m = 0; m < 2000 && n > 1; m++) {
+			uint8_t mut[512];
+			size_t len = n;
+
+			memcpy(mut, buf, n);
+			for (int k = 0; k < 4; k++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				if ((x >> 60) == 0 && len > 2)
+					len = 2 +
+					      (size_t)(x >> 8) % (len - 2); /* truncate, keep 2 */
+				else
+					mut[1 + (x >> 8) % (len - 1)] = (uint8_t)(x >> 40);
+			}
+			LLVMFuzzerTestOneInput(mut, len);
+		}
+		seeds++;
+	}
+	closedir(d);
+	printf("%d seeds, 2000 mutations each: no failure\n", seeds);
+	return seeds > 0 ? 0 : 1;
+}
+#endif
