@@ -33,6 +33,13 @@ static const struct rw_param_desc param_table[] = {
 	 .def = dflt,                                                                              \
 	 .help = hlp,                                                                              \
 	 .offset = offsetof(struct rw_config, field)},
+#define RW_PARAM_SECRET(field, name, dflt, hlp)                                                    \
+	{.env = "RINGWAY_" name,                                                                   \
+	 .type = RW_PARAM_TYPE_STR,                                                                \
+	 .def = dflt,                                                                              \
+	 .help = hlp,                                                                              \
+	 .offset = offsetof(struct rw_config, field),                                              \
+	 .secret = true},
 #define RW_PARAM_ENUM(field, name, dflt, ch, hlp)                                                  \
 	{.env = "RINGWAY_" name,                                                                   \
 	 .type = RW_PARAM_TYPE_ENUM,                                                               \
@@ -231,13 +238,14 @@ int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg)
 		if (!v)
 			continue;
 		if (param_parse(cfg, d, v) == 0) {
-			RW_INFO(RW_LOG_ENV, "%s set by environment to %s", d->env, v);
+			RW_INFO(RW_LOG_ENV, "%s set by environment to %s", d->env,
+				d->secret ? "(hidden)" : v);
 			continue;
 		}
 		describe_bounds(d, want, sizeof(want));
 		RW_WARN(RW_LOG_INIT | RW_LOG_ENV,
-			"%s='%s' rejected (expected %s); using the default '%s'", d->env, v, want,
-			d->def);
+			"%s='%s' rejected (expected %s); using the default '%s'", d->env,
+			d->secret ? "(hidden)" : v, want, d->def);
 		rejected++;
 	}
 	return rejected;
@@ -256,7 +264,8 @@ void rw_param_format(const struct rw_config *cfg, const struct rw_param_desc *d,
 		snprintf(buf, len, "%zu", *(const size_t *)field);
 		break;
 	case RW_PARAM_TYPE_STR:
-		snprintf(buf, len, "%s", (const char *)field);
+		snprintf(buf, len, "%s",
+			 d->secret && *(const char *)field ? "(set)" : (const char *)field);
 		break;
 	case RW_PARAM_TYPE_ENUM:
 		rw_param_choice_name(d->choices, *(const int *)field, buf, len);

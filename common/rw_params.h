@@ -36,10 +36,11 @@ enum rw_socket_family {
 };
 
 struct rw_config {
-#define RW_PARAM_INT(field, name, def, min, max, help) int64_t field;
+#define RW_PARAM_INT(field, name, def, min, max, help)	int64_t field;
 #define RW_PARAM_SIZE(field, name, def, min, max, help) size_t field;
-#define RW_PARAM_STR(field, name, def, help) char field[RW_PARAM_STR_MAX];
-#define RW_PARAM_ENUM(field, name, def, choices, help) int field;
+#define RW_PARAM_STR(field, name, def, help)		char field[RW_PARAM_STR_MAX];
+#define RW_PARAM_SECRET(field, name, def, help)		char field[RW_PARAM_STR_MAX];
+#define RW_PARAM_ENUM(field, name, def, choices, help)	int field;
 #include "common/rw_params.def"
 };
 
@@ -52,13 +53,14 @@ enum rw_param_type {
 
 /** One row of the registry. */
 struct rw_param_desc {
-	const char *env;     /**< full name, "RINGWAY_TIMEOUT_MS" */
+	const char *env; /**< full name, "RINGWAY_TIMEOUT_MS" */
 	enum rw_param_type type;
 	const char *def;     /**< default, as the user would write it */
 	const char *choices; /**< "a|b|c" for enums, else NULL */
 	int64_t min, max;    /**< bounds for INT and SIZE */
 	const char *help;
-	size_t offset;       /**< offsetof(struct rw_config, field) */
+	size_t offset; /**< offsetof(struct rw_config, field) */
+	bool secret;   /**< a string never printed: logs and tables say "(set)" */
 };
 
 /** The registry rows; *n receives their number.  Static storage. */
@@ -88,12 +90,11 @@ int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg);
 void rw_params_print(FILE *f, const struct rw_config *cfg);
 
 /** Format one parameter's value in cfg into buf. */
-void rw_param_format(const struct rw_config *cfg, const struct rw_param_desc *d,
-		     char *buf, size_t len);
+void rw_param_format(const struct rw_config *cfg, const struct rw_param_desc *d, char *buf,
+		     size_t len);
 
 /** Name of choice `value` of an enum parameter ("socket"); "?" if out of range. */
-const char *rw_param_choice_name(const char *choices, int value, char *buf,
-				 size_t len);
+const char *rw_param_choice_name(const char *choices, int value, char *buf, size_t len);
 
 /** Number of choices in "a|b|c". */
 int rw_param_choice_count(const char *choices);

@@ -187,6 +187,39 @@ static void table_prints_every_variable(void **state)
 	free(text);
 }
 
+/* The job secret is never printed: not when set, not when rejected, not in
+ * the table of values in effect. */
+static void secret_is_never_printed(void **state)
+{
+	static char too_long[RW_PARAM_STR_MAX + 8];
+	struct rw_config cfg;
+	const char *env[] = {
+		"RINGWAY_TIMEOUT_MS", "1500", "RINGWAY_SECRET", "topsecret-4711", NULL,
+	};
+	const char *bad[] = {"RINGWAY_SECRET", too_long, NULL};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(rw_test_config(&cfg, env), 0);
+	assert_string_equal(cfg.secret, "topsecret-4711");
+	/* the INFO lines reach the log, the one of the secret without it */
+	assert_int_equal(rw_test_log_count("RINGWAY_TIMEOUT_MS set by environment to 1500"), 1);
+	assert_int_equal(rw_test_log_count("RINGWAY_SECRET set by environment to (hidden)"), 1);
+	assert_int_equal(rw_test_log_count("topsecret"), 0);
+	f = open_memstream(&text, &len);
+	rw_params_print(f, &cfg);
+	fclose(f);
+	assert_non_null(strstr(text, "RINGWAY_SECRET"));
+	assert_null(strstr(text, "topsecret"));
+	free(text);
+	memset(too_long, 'k', sizeof(too_long) - 1);
+	rw_test_log_expect("RINGWAY_SECRET='(hidden)' rejected");
+	assert_int_equal(rw_test_config(&cfg, bad), 1);
+	assert_int_equal(rw_test_log_count("kkkk"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +231,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(too_long_string_is_rejected, setup, teardown),
 		cmocka_unit_test_setup_teardown(sizes_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(table_prints_every_variable, setup, teardown),
+		cmocka_unit_test_setup_teardown(secret_is_never_printed, setup, teardown),
 	};
 
 	rw_test_log_install();
