@@ -18,10 +18,10 @@
  *  - Out of place (sendbuf != recvbuf) and in place work for every
  *    collective; the in-place forms are given with each.
  *  - Peers that die or stall: a collective that cannot progress for
- *    RINGWAY_TIMEOUT_MS (default 600 000 ms, PyTorch's 10 min watchdog), or whose peer's connection breaks,
- *    fails on every rank (-ETIMEDOUT, -ECONNRESET, -ECONNABORTED, ...) with
- *    a warning naming the failed rank; the communicator is then only good
- *    for rw_comm_destroy().
+ *    RINGWAY_TIMEOUT_MS (default 600 000 ms, PyTorch's 10 min watchdog),
+ *    or whose peer's connection breaks, fails on every rank (-ETIMEDOUT,
+ *    -ECONNRESET, -ECONNABORTED, ...) with a warning naming the failed
+ *    rank; the communicator is then only good for rw_comm_destroy().
  *  - Tuning: RINGWAY_CHUNK_BYTES, RINGWAY_NCHANNELS, RINGWAY_ALGO=ring|ps,
  *    RINGWAY_TRANSPORT (see the README for every variable).
  */
