@@ -24,9 +24,15 @@
  *   - otherwise a cmocka test that runs the built-in seeds and 300
  *     pseudo-random scripts derived from them (a regression check in
  *     every build, ASan included).
- * By hand (see the report / README): build every transport and common
- * source with clang -fsanitize=fuzzer,address,undefined and run
- *   ./fuzz_sock_listen -max_total_time=600 corpus/
+ * By hand, from the repository root (rw_build.h from any build folder):
+ *   clang -fsanitize=fuzzer,address,undefined -g -O1 -std=gnu11 -I. \
+ *     -I<build>/generated -DRW_FUZZ_LIBFUZZER -o fuzz_sock_listen \
+ *     tests/net/test_sock_listen_fuzz.c transport/sock_*.c transport/rw_net.c \
+ *     common/rw_log.c common/rw_params.c topo/rw_sysfs.c -lpthread
+ *   ./fuzz_sock_listen -max_total_time=600 tests/net/test_sock_listen_fuzz_corpus
+ * (the corpus holds the seeds that "test_sock_listen_fuzz --seeds DIR"
+ * writes; give libFuzzer a scratch folder first to keep what it finds out
+ * of the repository).
  */
 #include <netinet/in.h>
 #include <stdbool.h>
