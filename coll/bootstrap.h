@@ -54,6 +54,9 @@ struct rw_bootstrap;
  */
 int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen, int *port);
 
+/** The length of hostport without its "#key": what may be printed (0 for NULL). */
+int rw_boot_shown(const char *hostport);
+
 /**
  * Join the rendezvous.  Rank 0 binds the port of root (or uses listen_fd,
  * an already listening socket it then owns, when listen_fd >= 0: tests and

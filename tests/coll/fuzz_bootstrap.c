@@ -10,9 +10,8 @@
  * Anything goes except a crash, a sanitizer report, or a verdict outside
  * the documented set; a hello built with the key must pass.
  *
- *   clang -fsanitize=fuzzer,address,undefined -I. -I<build>/generated \
- *     tests/coll/fuzz_bootstrap.c coll/bootstrap.c common/rw_log.c ...
- *     -DRW_FUZZ_LIBFUZZER
+ *   clang -fsanitize=fuzzer,address,undefined -I. -DRW_FUZZ_LIBFUZZER \
+ *     -o fuzz_bootstrap tests/coll/fuzz_bootstrap.c coll/bootstrap_auth.c
  *   ./fuzz_bootstrap -max_total_time=600 tests/coll/fuzz_bootstrap_corpus
  * Without RW_FUZZ_LIBFUZZER this is a CTest (test_bootstrap_fuzz): every
  * seed of the corpus folder given, then 2000 mutations of each.
