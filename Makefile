@@ -6,14 +6,18 @@
 #   make test      install missing packages, build, run every test (ctest)
 #   make bench     the performance comparisons of bench/ (prints figures)
 #   make install   PREFIX=/usr/local (libraries, tools, header, pkg-config)
+#   make fuzz      every libFuzzer target for FUZZ_SECONDS each, in $(FUZZ_BUILD)
+#                  (clang, RINGWAY_FUZZ=ON); fails on any finding
 
 BUILD ?= build
 PREFIX ?= /usr/local
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 CTEST_FLAGS ?=
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test bench install clean
+.PHONY: all deps build demo test bench fuzz install clean
 
 all: build
 
@@ -33,6 +37,13 @@ test: build
 bench: build
 	@scripts/install-deps.sh bench
 	@bench/run-all.sh $(BUILD)
+
+fuzz:
+	@scripts/install-deps.sh fuzz
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_C_COMPILER=clang -DRINGWAY_FUZZ=ON \
+	  -DRINGWAY_WITH_CUDA=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

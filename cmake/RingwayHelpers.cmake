@@ -65,3 +65,51 @@ function(rw_add_test name)
     set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
   endif()
 endfunction()
+
+# rw_check_fuzz(): RINGWAY_FUZZ=ON needs clang with libFuzzer, the tests
+# (the fuzz targets live beside them) and no other sanitizer.
+function(rw_check_fuzz)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "RINGWAY_FUZZ=ON needs clang (CC=clang or -DCMAKE_C_COMPILER=clang; "
+                        "make fuzz does this)")
+  endif()
+  if(NOT RINGWAY_BUILD_TESTS)
+    message(FATAL_ERROR "RINGWAY_FUZZ=ON needs RINGWAY_BUILD_TESTS=ON")
+  endif()
+  if(RINGWAY_SANITIZE STREQUAL "thread")
+    message(FATAL_ERROR "RINGWAY_FUZZ=ON builds with ASan + UBSan: leave RINGWAY_SANITIZE empty")
+  endif()
+  include(CheckCSourceCompiles)
+  set(CMAKE_REQUIRED_FLAGS -fsanitize=fuzzer)
+  check_c_source_compiles("
+    #include <stddef.h>
+    #include <stdint.h>
+    int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
+    int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }"
+    RW_HAVE_LIBFUZZER)
+  if(NOT RW_HAVE_LIBFUZZER)
+    message(FATAL_ERROR "RINGWAY_FUZZ=ON: clang cannot link -fsanitize=fuzzer "
+                        "(scripts/install-deps.sh fuzz installs libclang-rt-dev)")
+  endif()
+endfunction()
+
+# rw_add_fuzzer(NAME SOURCES files... CORPUS dir [LIBS libs...])
+# With RINGWAY_FUZZ=ON: a libFuzzer executable of SOURCES built with
+# -DRW_FUZZ_LIBFUZZER (part of the `fuzzers` target, not of `all`), listed
+# in <build>/fuzzers.txt with its seed folder CORPUS, which scripts/fuzz.sh
+# only reads.  Otherwise nothing.
+function(rw_add_fuzzer name)
+  if(NOT RINGWAY_FUZZ)
+    return()
+  endif()
+  cmake_parse_arguments(F "" "CORPUS" "SOURCES;LIBS" ${ARGN})
+  if(NOT F_CORPUS)
+    message(FATAL_ERROR "rw_add_fuzzer(${name}): CORPUS is required")
+  endif()
+  add_executable(${name} EXCLUDE_FROM_ALL ${F_SOURCES})
+  target_compile_definitions(${name} PRIVATE RW_FUZZ_LIBFUZZER)
+  target_link_libraries(${name} PRIVATE rw_core ${F_LIBS})
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  add_dependencies(fuzzers ${name})
+  set_property(GLOBAL APPEND PROPERTY RW_FUZZERS "${name}\t$<TARGET_FILE:${name}>\t${F_CORPUS}")
+endfunction()

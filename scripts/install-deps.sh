@@ -3,6 +3,7 @@
 # Install the Debian packages ringway needs, if any are missing.
 #   install-deps.sh          build + test packages
 #   install-deps.sh bench    also the comparison tools used by bench/
+#   install-deps.sh fuzz     also clang and its libFuzzer runtime (make fuzz)
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
@@ -10,6 +11,11 @@ pkgs=(build-essential cmake ninja-build pkg-config libhwloc-dev libibverbs-dev
       ibverbs-providers libcmocka-dev)
 if [[ ${1:-} == bench ]]; then
   pkgs+=(iperf3 hyperfine openmpi-bin libopenmpi-dev)
+fi
+if [[ ${1:-} == fuzz ]]; then
+  # libclang-rt-dev: the default clang's runtimes (libclang_rt.fuzzer, asan, ubsan);
+  # Debian 12: libclang-rt-14-dev.
+  pkgs+=(clang libclang-rt-dev)
 fi
 
 missing=()

@@ -10,9 +10,11 @@
  * Anything goes except a crash, a sanitizer report, or a verdict outside
  * the documented set; a hello built with the key must pass.
  *
+ *   make fuzz FUZZ_SECONDS=600     (RINGWAY_FUZZ=ON: this and every other target)
+ * or by hand (libFuzzer writes what it finds into its FIRST folder):
  *   clang -fsanitize=fuzzer,address,undefined -I. -DRW_FUZZ_LIBFUZZER \
  *     -o fuzz_bootstrap tests/coll/fuzz_bootstrap.c coll/bootstrap_auth.c
- *   ./fuzz_bootstrap -max_total_time=600 tests/coll/fuzz_bootstrap_corpus
+ *   mkdir -p new && ./fuzz_bootstrap -max_total_time=600 new tests/coll/fuzz_bootstrap_corpus
  * Without RW_FUZZ_LIBFUZZER this is a CTest (test_bootstrap_fuzz): every
  * seed of the corpus folder given, then 2000 mutations of each.
  */
