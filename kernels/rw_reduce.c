@@ -10,6 +10,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "common/rw_common.h"
 #include "common/rw_log.h"
@@ -87,6 +90,16 @@ static const struct rw_reduce_isa_ops *const rw_isa_ops[RW_ISA_COUNT] = {
 /* The set in use: -1 until the first call picks the best one. */
 static int rw_isa_current = -1;
 
+#if defined(__x86_64__)
+/* F16C from CPUID leaf 1: clang 14 has no "f16c" for __builtin_cpu_supports. */
+static int cpu_has_f16c(void)
+{
+	unsigned int a, b, c, d;
+
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static int rw_isa_supported(enum rw_isa isa)
 {
 	if ((unsigned int)isa >= RW_ISA_COUNT || !rw_isa_ops[isa])
@@ -95,11 +108,11 @@ static int rw_isa_supported(enum rw_isa isa)
 	__builtin_cpu_init();
 	switch (isa) {
 	case RW_ISA_AVX2:
-		return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+		return __builtin_cpu_supports("avx2") && cpu_has_f16c();
 	case RW_ISA_AVX512:
 		return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
 		       __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-		       __builtin_cpu_supports("f16c");
+		       cpu_has_f16c();
 	default:
 		break;
 	}
