@@ -44,6 +44,9 @@ static void *ctxs[4];
 static const char *const transports[4] = {"socket", "shm", "auto", "socket"};
 
 static void quiet_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+			 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void quiet_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
 			 const char *fmt, ...)
 {
 	char buf[512];
