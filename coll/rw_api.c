@@ -20,6 +20,8 @@ const char *rw_strerror(int err)
 		return "success";
 	if (err > 0)
 		return "invalid error value (ringway errors are negative errno values)";
+	if (err < -4095) /* INT_MIN has no negation; no errno is this large */
+		return "unknown error";
 	s = strerrordesc_np(-err); /* static, thread-safe; NULL if unknown */
 	return s ? s : "unknown error";
 }

@@ -37,7 +37,8 @@ static int get_comm(void *handle, const char *call, struct rw_collnet_comm **out
 {
 	struct rw_collnet_comm *cc = handle;
 
-	if (!cc || cc->magic != COMM_MAGIC) {
+	/* Not live: closed (and freed), or never ours; do not read it. */
+	if (!rw_live_has(cc, NULL, true) || cc->magic != COMM_MAGIC) {
 		RW_WARN(RW_LOG_NET | RW_LOG_COLL,
 			"CollNet/%s %s(collComm=%p): not an open collComm", RW_PLUGIN_NAME, call,
 			handle);
@@ -84,6 +85,12 @@ int rw_collnet_connect(void *const *handles, int nranks, int rank, void *listen_
 	cc->plugin = pc->plugin;
 	cc->nranks = nranks;
 	cc->rank = rank;
+	rc = rw_live_add(cc, NULL);
+	if (rc) {
+		rw_coll_comm_destroy(cc->coll);
+		free(cc);
+		return rc;
+	}
 	*coll_comm = cc;
 	return 0;
 }
@@ -140,9 +147,14 @@ static int start(struct rw_collnet_comm *cc, const struct rw_coll_args *a, struc
 		rc = rw_plugin_bad_arg("CollNet collective", "request is NULL");
 		goto err_free;
 	}
-	rc = rw_coll_start(cc->coll, a, &w->req);
+	rc = rw_live_add(w, cc);
 	if (rc)
 		goto err_free;
+	rc = rw_coll_start(cc->coll, a, &w->req);
+	if (rc) {
+		rw_live_del(w, cc, false);
+		goto err_free;
+	}
 	w->magic = REQ_MAGIC;
 	*request = w;
 	return 0;
@@ -347,12 +359,15 @@ int rw_collnet_test(void *request, int *done, int *size)
 	size_t bytes = 0;
 	int rc;
 
-	if (!w || w->magic != REQ_MAGIC || !done)
+	/* A finished request was freed: check the live set before reading. */
+	if (!rw_live_has(w, NULL, true) || w->magic != REQ_MAGIC || !done)
 		return rw_plugin_bad_arg("CollNet test",
-					 "not a live CollNet request, or done is NULL");
+					 "not a live CollNet request (finished already, or its "
+					 "collComm closed), or done is NULL");
 	rc = rw_coll_test(w->req, done, &bytes);
 	if (rc == 0 && !*done)
 		return 0;
+	rw_live_del(w, NULL, true);
 	if (rc == 0 && w->nparts) {
 		size_t at = 0;
 
@@ -378,6 +393,8 @@ int rw_collnet_close_coll(void *coll_comm)
 
 	if (rc)
 		return rc;
+	rw_live_del(cc, NULL, true);
+	rw_live_del_owned(cc); /* its requests end with it */
 	cc->magic = 0;
 	rw_coll_comm_destroy(cc->coll);
 	free(cc);

@@ -55,6 +55,20 @@ static int get_data_comm(void *handle, const char *call, struct rw_pcomm **out)
 	return 0;
 }
 
+/* Enter a new request or memory handle of pc in the live set. */
+static int enter(const void *h, struct rw_pcomm *pc, const char *call)
+{
+	int rc;
+
+	if (!h) /* no request: the caller retries */
+		return 0;
+	rc = rw_live_add(h, pc);
+	if (rc)
+		RW_WARN(RW_LOG_NET, "NET/%s %s(comm=%p): cannot track handle %p: %s",
+			RW_PLUGIN_NAME, call, (void *)pc, h, strerror(-rc));
+	return rc;
+}
+
 static int check_dev(const struct rw_plugin *p, int dev, const char *call)
 {
 	if (dev < 0 || dev >= p->ndev) {
@@ -184,6 +198,11 @@ int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type, void **mhand
 	rc = rw_net_reg_mr(pc->u.comm, data, size, type, &mr);
 	if (rc)
 		return rc;
+	rc = enter(mr, pc, "regMr");
+	if (rc) {
+		rw_net_dereg_mr(pc->u.comm, mr);
+		return rc;
+	}
 	*mhandle = mr;
 	return 0;
 }
@@ -213,6 +232,11 @@ int rw_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint6
 	rc = rw_net_reg_mr_dmabuf(pc->u.comm, data, size, type, offset, fd, &mr);
 	if (rc)
 		return rc;
+	rc = enter(mr, pc, "regMr");
+	if (rc) {
+		rw_net_dereg_mr(pc->u.comm, mr);
+		return rc;
+	}
 	*mhandle = mr;
 	return 0;
 }
@@ -227,6 +251,13 @@ int rw_plugin_dereg_mr(void *comm, void *mhandle)
 		return rc;
 	if (!mhandle)
 		return rw_plugin_bad_arg("deregMr", "mhandle is NULL");
+	if (!rw_live_del(mhandle, pc, false)) {
+		RW_WARN(RW_LOG_NET,
+			"NET/%s deregMr(comm=%p, mhandle=%p): not a memory handle registered on "
+			"this comm (deregistered already?)",
+			RW_PLUGIN_NAME, comm, mhandle);
+		return -EBADF;
+	}
 	return rw_net_dereg_mr(pc->u.comm, mhandle);
 }
 
@@ -248,6 +279,9 @@ int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mha
 	if (!data && size)
 		return rw_plugin_bad_arg("isend", "data is NULL with size > 0");
 	rc = rw_net_isend(pc->u.comm, data, size, tag, mhandle, &req);
+	if (rc)
+		return rc;
+	rc = enter(req, pc, "isend");
 	if (rc)
 		return rc;
 	*request = req;
@@ -286,6 +320,9 @@ int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes, co
 	for (int i = 0; i < n; i++)
 		mrs[i] = mhandles[i];
 	rc = rw_net_irecv(pc->u.comm, n, data, sizes, tags, mrs, &req);
+	if (rc)
+		return rc;
+	rc = enter(req, pc, "irecv");
 	if (rc)
 		return rc;
 	*request = req;
@@ -338,6 +375,9 @@ int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes, void
 	rc = rw_net_iflush(pc->u.comm, n, data, sizes, mrs, &req);
 	if (rc)
 		return rc;
+	rc = enter(req, pc, "iflush");
+	if (rc)
+		return rc;
 	*request = req;
 	return 0;
 }
@@ -354,9 +394,19 @@ int rw_plugin_test(void *request, int *done, int *sizes)
 		return rw_plugin_bad_arg("test", "request is NULL or the 0x1 hint, not a request");
 	if (!done)
 		return rw_plugin_bad_arg("test", "done is NULL");
+	/* A request ends when test() says done (or fails), or with its comm. */
+	if (!rw_live_has(request, NULL, true)) {
+		RW_WARN(RW_LOG_NET,
+			"NET/%s test(request=%p): not a pending request (completed already, or "
+			"its comm was closed)",
+			RW_PLUGIN_NAME, request);
+		return -EBADF;
+	}
 	if (sizes)
 		memset(got, 0xff, sizeof(got));
 	rc = rw_net_test(request, &finished, sizes ? got : NULL);
+	if (rc || finished)
+		rw_live_del(request, NULL, true);
 	if (rc)
 		return rc;
 	if (finished && sizes) {

@@ -190,6 +190,8 @@ static void plugin_destroy(struct rw_plugin *p)
 		RW_WARN(RW_LOG_NET, "finalize: %d comm(s) were still open; closed them", left);
 	for (pc = p->pcomms; pc; pc = next) {
 		next = pc->next_all;
+		rw_live_del(pc, NULL, true);
+		rw_live_del_owned(pc);
 		free(pc);
 	}
 	rw_net_destroy(p->net);
@@ -455,6 +457,12 @@ int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev, struct
 	pc->ptr_support = p->props[dev].ptr_support;
 	pc->u.comm = NULL;
 	pc->next_free = NULL;
+	if (rw_live_add(pc, NULL) != 0) {
+		pc->next_free = p->free_pcomms;
+		p->free_pcomms = pc;
+		pthread_mutex_unlock(&g.lock);
+		return -ENOMEM;
+	}
 	__atomic_store_n(&pc->kind, (int)kind, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&g.lock);
 	*out = pc;
@@ -466,6 +474,9 @@ void rw_pcomm_retire(struct rw_pcomm *pc)
 	struct rw_plugin *p = pc->plugin;
 
 	pthread_mutex_lock(&g.lock);
+	/* Its requests and memory handles went with the transport's comm. */
+	rw_live_del(pc, NULL, true);
+	rw_live_del_owned(pc);
 	__atomic_store_n(&pc->kind, (int)RW_PCOMM_CLOSED, __ATOMIC_RELEASE);
 	pc->u.comm = NULL;
 	pc->next_free = p->free_pcomms;
@@ -477,7 +488,11 @@ struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind)
 {
 	struct rw_pcomm *pc = handle;
 
-	if (!pc || pc->magic != RW_PCOMM_MAGIC)
+	/* Closed wrappers and those freed by the last finalize are not live:
+	 * never read through them. */
+	if (!rw_live_has(pc, NULL, true))
+		return NULL;
+	if (pc->magic != RW_PCOMM_MAGIC)
 		return NULL;
 	if (__atomic_load_n(&pc->kind, __ATOMIC_ACQUIRE) != (int)kind)
 		return NULL;

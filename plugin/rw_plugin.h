@@ -18,9 +18,12 @@
  *
  * Handles given to NCCL.  listenComm/sendComm/recvComm point to a struct
  * rw_pcomm wrapper owned by the plugin; a closed wrapper is kept (and
- * reused for a later comm) until the plugin is destroyed, so a call on a
- * closed comm returns an error instead of touching freed memory.  Requests
- * and memory handles are the transport's own objects.
+ * reused for a later comm) until the plugin is destroyed.  Requests and
+ * memory handles are the transport's own objects.  Every handle given out
+ * is entered in the live set (rw_live.c) with the wrapper that owns it and
+ * leaves it when it ends (test() done, deregMr, close, the last finalize),
+ * so a call on a stale handle returns an error instead of touching freed
+ * memory.
  *
  * Threads.  init/finalize/listen/connect/accept/close take the plugin lock;
  * the data path (isend/irecv/iflush/test) takes no lock.  devices and
@@ -34,6 +37,8 @@
 #ifndef RW_PLUGIN_H
 #define RW_PLUGIN_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/nccl_net.h"
@@ -59,16 +64,16 @@ struct rw_plugin {
 	struct rw_config cfg; /**< loaded once; immutable */
 	struct rw_net *net;   /**< the transport instance */
 	int ndev;
-	struct rw_net_props *props;   /**< ndev entries, fixed up at create */
-	struct rw_topo *topo;	      /**< the machine; NULL if discovery failed */
+	struct rw_net_props *props;	      /**< ndev entries, fixed up at create */
+	struct rw_topo *topo;		      /**< the machine; NULL if discovery failed */
 	char (*topo_paths)[RW_TOPO_PATH_MAX]; /**< ndev PCI paths from topo */
-	int abi_version;	      /**< of the first init */
-	int refs;		      /**< contexts alive (plugin lock) */
-	struct rw_plugin_ctx *ctxs;   /**< v11/v12 contexts (plugin lock) */
-	int legacy_ready;	      /**< a v6..v10 init ran (plugin lock) */
-	struct rw_plugin_ctx legacy;  /**< the context of v6..v10 */
-	struct rw_pcomm *pcomms;      /**< every wrapper (plugin lock) */
-	struct rw_pcomm *free_pcomms; /**< closed ones, to reuse */
+	int abi_version;		      /**< of the first init */
+	int refs;			      /**< contexts alive (plugin lock) */
+	struct rw_plugin_ctx *ctxs;	      /**< v11/v12 contexts (plugin lock) */
+	int legacy_ready;		      /**< a v6..v10 init ran (plugin lock) */
+	struct rw_plugin_ctx legacy;	      /**< the context of v6..v10 */
+	struct rw_pcomm *pcomms;	      /**< every wrapper (plugin lock) */
+	struct rw_pcomm *free_pcomms;	      /**< closed ones, to reuse */
 };
 
 enum rw_pcomm_kind {
@@ -218,6 +223,24 @@ void rw_pcomm_retire(struct rw_pcomm *pc);
  * ringway wrapper, closed, or of another kind.  Takes no lock.
  */
 struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind);
+
+/* --- the live set (rw_live.c) ------------------------------------------------ */
+
+/*
+ * Every handle given to the caller, with its owner (the wrapper of its comm,
+ * or NULL): checked before any read through a handle, so a stale one is an
+ * error.  Process-wide, under its own lock.
+ */
+/** Enter key (not yet there).  \return 0, -ENOMEM or -EEXIST. */
+int rw_live_add(const void *key, const void *owner);
+/** Whether key is live (and, unless any_owner, owned by owner). */
+bool rw_live_has(const void *key, const void *owner, bool any_owner);
+/** Remove key if live (and owned by owner unless any_owner): whether it was. */
+bool rw_live_del(const void *key, const void *owner, bool any_owner);
+/** Remove every key owned by owner (its comm closed). */
+void rw_live_del_owned(const void *owner);
+/** Live handles, for tests. */
+size_t rw_live_count(void);
 
 /* --- properties, one converter per struct version (rw_props.c) ------------- */
 

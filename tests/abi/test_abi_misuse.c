@@ -9,6 +9,7 @@
  */
 #include "support/rw_test.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +180,41 @@ static void bad_data_args(void *lc, void *sc, void *rcomm, const struct h_props 
 	EXPECT_MISUSE(h_dereg_mr(NULL, smh));
 	EXPECT_OK(h_dereg_mr(sc, smh));
 	EXPECT_OK(h_dereg_mr(rcomm, rmh));
+	/* Twice: the handle was freed (shm touched it again, issue 13). */
+	EXPECT_MISUSE(h_dereg_mr(sc, smh));
+	EXPECT_MISUSE(h_dereg_mr(rcomm, rmh));
+}
+
+/* Requests outliving their comm: a finished send tested again after
+ * closeSend (the socket transport freed its request slab: SIGSEGV), and a
+ * receive still pending when closeRecv ran.  Both must be errors. */
+static void stale_requests(void *sc, void *rcomm)
+{
+	unsigned char *buf = h_alloc(8192);
+	unsigned char *sbuf = buf, *rbuf = buf + 4096;
+	void *smh = NULL, *rmh = NULL, *sreq, *rreq, *pending, *data = rbuf;
+	size_t cap = 4096;
+	int done = 0, got[64];
+
+	EXPECT_OK(h_reg_mr(sc, sbuf, 4096, NCCL_PTR_HOST, &smh));
+	EXPECT_OK(h_reg_mr(rcomm, rbuf, 4096, NCCL_PTR_HOST, &rmh));
+	h_pattern_fill(sbuf, 1000, 5);
+	rreq = h_post_recv(rcomm, 1, &data, &cap, &rmh);
+	sreq = h_post_send(sc, sbuf, 1000, smh);
+	h_wait_req(sreq, NULL, "send before close");
+	h_wait_req(rreq, got, "recv before close");
+	H_CHECK(got[0] == 1000 && h_pattern_check(rbuf, 1000, 5) < 0,
+		"v%d: transfer before close: size %d", h_version, got[0]);
+	EXPECT_MISUSE(h_test(sreq, &done, NULL));	    /* finished: no longer a request */
+	pending = h_post_recv(rcomm, 1, &data, &cap, &rmh); /* nobody sends it */
+
+	EXPECT_OK(h_close_send(sc));
+	EXPECT_MISUSE(h_test(sreq, &done, NULL));
+	EXPECT_OK(h_close_recv(rcomm));
+	EXPECT_MISUSE(h_test(pending, &done, got));
+	EXPECT_MISUSE(h_test(rreq, &done, got));
+	H_CHECK(done == 0, "v%d: a failed test wrote done", h_version);
+	free(buf);
 }
 
 /* Close each comm, then use it: an error, not a crash. */
@@ -215,6 +251,45 @@ static void closed_comms(void *lc, void *sc, void *rcomm)
 		h_version);
 }
 
+/* CollNet v12, one rank: test() on a finished request (it was freed and
+ * read again, issue 13), and calls on a closed collComm. */
+static void collnet_stale(void *dl)
+{
+	const ncclCollNet_v12_t *ct = dlsym(dl, "ncclCollNetPlugin_v12");
+	char handle[NCCL_NET_HANDLE_MAXSIZE];
+	void *handles[1] = {handle};
+	void *ctx = NULL, *lc = NULL, *cc = NULL, *mh[2], *req = NULL;
+	float buf[2][4] = {{1, 2, 3, 4}, {0}};
+	uint64_t until;
+	int done = 0, size = -1;
+
+	H_CHECK(ct, "dlsym ncclCollNetPlugin_v12: %s", dlerror());
+	EXPECT_OK(ct->init(&ctx, 0x5258, h_logger));
+	EXPECT_OK(ct->listen(ctx, 0, handle, &lc));
+	EXPECT_OK(ct->connect(handles, 1, 0, lc, &cc));
+	for (int j = 0; j < 2; j++)
+		EXPECT_OK(ct->regMr(cc, buf[j], sizeof(buf[j]), NCCL_PTR_HOST, &mh[j]));
+	EXPECT_OK(ct->iallreduce(cc, buf[0], buf[1], 4, ncclFloat32, ncclSum, mh[0], mh[1], &req));
+	H_CHECK(req, "CollNet iallreduce gave no request");
+	until = rw_now_ms() + H_STEP_TIMEOUT_MS;
+	while (!done) {
+		EXPECT_OK(ct->test(req, &done, &size));
+		H_CHECK(done || rw_now_ms() < until, "CollNet request never finished");
+	}
+	H_CHECK(size == (int)sizeof(buf[1]) && buf[1][3] == 4.0f, "CollNet: size %d, [3] = %g",
+		size, (double)buf[1][3]);
+	done = 0;
+	EXPECT_MISUSE(ct->test(req, &done, &size)); /* finished: freed */
+	for (int j = 0; j < 2; j++)
+		EXPECT_OK(ct->deregMr(cc, mh[j]));
+	EXPECT_OK(ct->closeColl(cc));
+	EXPECT_MISUSE(ct->closeColl(cc)); /* freed */
+	EXPECT_MISUSE(ct->test(req, &done, &size));
+	H_CHECK(done == 0, "a failed CollNet test wrote done");
+	EXPECT_OK(ct->closeListen(lc));
+	EXPECT_OK(ct->finalize(ctx));
+}
+
 static void misuse_child(void *arg)
 {
 	int version = *(const int *)arg;
@@ -244,6 +319,12 @@ static void misuse_child(void *arg)
 	h_self_connect(ctx, ctx2, &lc, &sc, &rcomm);
 	bad_data_args(lc, sc, rcomm, &p0);
 	closed_comms(lc, sc, rcomm);
+	/* A second connection whose requests outlive it. */
+	h_self_connect(ctx, ctx2, &lc, &sc, &rcomm);
+	EXPECT_OK(h_close_listen(lc));
+	stale_requests(sc, rcomm);
+	if (version == 12)
+		collnet_stale(h_open());
 
 	if (version >= 11) {
 		EXPECT_OK(h_finalize(ctx2));
@@ -359,6 +440,23 @@ static void contexts_child(void *arg)
 		EXPECT_OK(h_finalize(ctx3));
 		H_CHECK(h_log.warns == w0 + 1, "v%d: finalize with an open listener: %d warnings",
 			version, h_log.warns - w0);
+	}
+	/* Calls after the last finalize: the wrappers are gone (they were read
+	 * after being freed, issue 13); each is an error.  No logger now. */
+	{
+		void *out = NULL;
+		int done = 0;
+
+		EXPECT_FAIL_EARLY(h_accept(lc, &out));
+		EXPECT_FAIL_EARLY(h_close_listen(lc));
+		EXPECT_FAIL_EARLY(h_close_send(sc));
+		EXPECT_FAIL_EARLY(h_isend(sc, sbuf, 8, H_TAG, NULL, &out));
+		EXPECT_FAIL_EARLY(h_reg_mr(rcomm, rbuf, 8, NCCL_PTR_HOST, &out));
+		EXPECT_FAIL_EARLY(h_dereg_mr(rcomm, mh2));
+		EXPECT_FAIL_EARLY(h_test(sbuf, &done, NULL)); /* never a request */
+		EXPECT_FAIL_EARLY(h_listen(ctx3, H_DEV, handle, &out));
+		H_CHECK(out == NULL && done == 0, "v%d: a call after finalize wrote an output",
+			version);
 	}
 }
 
