@@ -28,23 +28,37 @@
 #define NOTICE_MAGIC	0x42415752u /* "RWAB" */
 #define TOKEN_MAGIC	0x4b4f5752u /* "RWOK" */
 #define NOTICE_GRACE_MS 200	    /* how long a link error waits for a notice */
-#define NOTICE_OFF	(RW_COLL_CTL_BYTES / 2)
+#define SIZE_GRACE_MS	1000	    /* how long a wrong size waits for a signature */
+#define NOTICE_OFF	32	    /* a notice in the ctl buffer; a mismatch notice at 96 */
+#define MISMATCH_OFF	96
 
+/* The token carries the collective's signature: a neighbour that called
+ * another collective is caught when its token arrives, before this rank
+ * reports success, at the cost of 24 bytes instead of 16 in a message
+ * that flows anyway. */
 struct token {
 	uint32_t magic;
-	uint32_t rsvd;
-	uint64_t rsvd2;
+	uint32_t seq; /* the collective's number on this comm (low bits) */
+	struct rw_coll_sig sig;
 };
 static_assert(sizeof(struct token) <= NOTICE_OFF, "token fits before the notice");
+
+#define NOTICE_MISMATCH 1u /* failed called another collective than reporter */
+#define NOTICE_ALIVE	2u /* failed is alive: tell it too */
 
 struct notice {
 	uint32_t magic;
 	int32_t failed;	  /* the rank that failed */
 	int32_t reporter; /* the rank that saw it */
 	int32_t err;	  /* -errno the reporter saw */
+	uint32_t flags;	  /* NOTICE_* */
+	uint32_t rsvd;
+	struct rw_coll_sig sig_failed;	 /* with NOTICE_MISMATCH */
+	struct rw_coll_sig sig_reporter; /* what the reporter was running */
 };
-static_assert(NOTICE_OFF + sizeof(struct notice) <= RW_COLL_CTL_BYTES,
-	      "notice fits the ctl buffer");
+static_assert(NOTICE_OFF + sizeof(struct notice) <= MISMATCH_OFF &&
+		      MISMATCH_OFF + sizeof(struct notice) <= RW_COLL_CTL_BYTES,
+	      "notices fit the ctl buffer");
 
 /* --- control links: tokens and failure notices --------------------------------- */
 
@@ -106,12 +120,32 @@ static void ctl_link_lost(struct rw_coll_link *l)
 	l->ctl = NULL;
 }
 
+/* A token from l's peer for a collective that differs from ours (sig):
+ * turn it into a mismatch notice. */
+static bool token_differs(const struct rw_coll_comm *c, const struct rw_coll_link *l,
+			  const struct token *t, const struct rw_coll_sig *sig, struct notice *n)
+{
+	if (!sig || rw_coll_sig_same(&t->sig, sig))
+		return false;
+	*n = (struct notice){.magic = NOTICE_MAGIC,
+			     .failed = l->peer,
+			     .reporter = c->rank,
+			     .err = -EINVAL,
+			     .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
+			     .sig_failed = t->sig,
+			     .sig_reporter = *sig};
+	return true;
+}
+
 /*
- * Take what arrived on the incoming control links: tokens are counted, a
- * receive stays posted while one is due.  1: a notice arrived (in *n);
- * 2: a link failed (*dead = its peer, *err = the error); 0: nothing new.
+ * Take what arrived on the incoming control links: tokens are counted (and
+ * their signature compared with sig, the running collective's, when not
+ * NULL), a receive stays posted while one is due.  1: a notice arrived (in
+ * *n; a token of another collective arrives as a mismatch notice); 2: a
+ * link failed (*dead = its peer, *err = the error); 0: nothing new.
  */
-static int ctl_poll(struct rw_coll_comm *c, struct notice *n, int *dead, int *err)
+static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_sig *sig, struct notice *n,
+		    int *dead, int *err)
 {
 	for (int i = 0; i < 4; i += 2)
 		if (c->links[rw_link_ctrl(c, i)].comm)
@@ -140,7 +174,12 @@ static int ctl_poll(struct rw_coll_comm *c, struct notice *n, int *dead, int *er
 			if (!done)
 				break;
 			l->ctl_req = NULL;
-			if (got >= sizeof(*t) && t->magic == TOKEN_MAGIC) {
+			if (got == sizeof(*t) && t->magic == TOKEN_MAGIC &&
+			    t->seq == (uint32_t)(l->tokens + 1)) {
+				/* a receive is posted only while a token is due:
+				 * this one is for the running collective */
+				if (token_differs(c, l, t, sig, n))
+					return 1;
 				l->tokens++;
 				continue;
 			}
@@ -166,7 +205,7 @@ static int ctl_poll(struct rw_coll_comm *c, struct notice *n, int *dead, int *er
 int rw_coll_tokens_send(struct rw_coll_req *r)
 {
 	struct rw_coll_comm *c = r->comm;
-	const struct token t = {.magic = TOKEN_MAGIC};
+	const struct token t = {.magic = TOKEN_MAGIC, .seq = (uint32_t)r->token_no, .sig = r->sig};
 
 	for (int i = 0; i < 2; i++) {
 		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, 2 * i)];
@@ -199,17 +238,23 @@ bool rw_coll_tokens_in(const struct rw_coll_req *r)
 	return true;
 }
 
-/* Tell both neighbours (but not the failed rank) once. */
+/* Tell both neighbours (but not the failed rank, unless it is alive) once;
+ * a mismatch notice may follow a plain one (a wrong size was seen first). */
 static void notices_send(struct rw_coll_comm *c, const struct notice *n)
 {
+	uint8_t bit = n->flags & NOTICE_MISMATCH ? 2 : 1;
+
 	for (int i = 0; i < 4; i += 2) {
 		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
 
-		if (!l->comm || l->notice_sent || l->peer == n->failed)
+		if (!l->comm || (l->notice_sent & bit) ||
+		    (l->peer == n->failed && !(n->flags & NOTICE_ALIVE)))
 			continue;
-		memcpy(l->ctl->buf + NOTICE_OFF, n, sizeof(*n));
-		l->notice_sent = true;
-		ctl_send(l, NOTICE_OFF, sizeof(*n)); /* best effort */
+		size_t off = bit == 2 ? MISMATCH_OFF : NOTICE_OFF;
+
+		memcpy(l->ctl->buf + off, n, sizeof(*n));
+		l->notice_sent |= bit;
+		ctl_send(l, off, sizeof(*n)); /* best effort */
 	}
 }
 
@@ -255,14 +300,73 @@ static struct where where_of(const struct rw_coll_req *r)
 	return w;
 }
 
+/* Two ranks called different collectives (n has NOTICE_MISMATCH): fail
+ * with both signatures, pass it on. */
+static void fail_mismatch(struct rw_coll_comm *c, const struct notice *n)
+{
+	char a[RW_COLL_SIG_STR], b[RW_COLL_SIG_STR];
+
+	c->error = -EINVAL;
+	c->failed_rank = n->failed;
+	RW_WARN(RW_LOG_COLL,
+		"coll: rank %d: the ranks called different collectives: rank %d called %s but "
+		"rank %d %s (every rank must make the same calls in the same order)",
+		c->rank, n->failed, rw_coll_sig_str(&n->sig_failed, a, sizeof(a)), n->reporter,
+		rw_coll_sig_str(&n->sig_reporter, b, sizeof(b)));
+	RW_NVTX_MARK("ringway: collectives differ");
+	notices_send(c, n);
+	close_data_links(c);
+}
+
+/* Does notice in say that two ranks called different collectives (or
+ * come from a rank that ran another one than r)?  Then *out says so. */
+static bool as_mismatch(const struct rw_coll_comm *c, const struct rw_coll_req *r,
+			const struct notice *in, struct notice *out)
+{
+	if (in->flags & NOTICE_MISMATCH) {
+		*out = *in;
+		return true;
+	}
+	if (!r || !in->sig_reporter.valid || rw_coll_sig_same(&in->sig_reporter, &r->sig))
+		return false;
+	*out = (struct notice){.magic = NOTICE_MAGIC,
+			       .failed = in->reporter,
+			       .reporter = c->rank,
+			       .err = -EINVAL,
+			       .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
+			       .sig_failed = in->sig_reporter,
+			       .sig_reporter = r->sig};
+	return true;
+}
+
 /* A notice arrived: fail the comm, say which rank failed, pass it on. */
 static void accept_notice(struct rw_coll_comm *c, const struct rw_coll_req *r,
 			  const struct notice *n)
 {
 	struct where w = where_of(r);
+	struct notice m;
 
 	if (c->error)
 		return;
+	if (as_mismatch(c, r, n, &m)) {
+		fail_mismatch(c, &m);
+		return;
+	}
+	if (r && (n->err == -EMSGSIZE || n->err == -EPROTO)) {
+		/* a wrong size: a mismatch notice may be on its way */
+		uint64_t until = rw_now_ms() + SIZE_GRACE_MS;
+		struct notice next;
+		int dead = -1, lost = 0, got;
+
+		while ((got = ctl_poll(c, &r->sig, &next, &dead, &lost)) != 2 &&
+		       rw_now_ms() < until) {
+			if (got == 1 && as_mismatch(c, r, &next, &m)) {
+				fail_mismatch(c, &m);
+				return;
+			}
+			usleep(1000);
+		}
+	}
 	c->error = -ECONNABORTED;
 	c->failed_rank = n->failed;
 	if (n->err == -ETIMEDOUT)
@@ -301,17 +405,45 @@ static bool is_connection_error(int err)
 int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int step, size_t chunk)
 {
 	struct rw_coll_comm *c = r->comm;
-	struct notice n = {.magic = NOTICE_MAGIC, .failed = peer, .reporter = c->rank, .err = err};
+	struct notice n = {.magic = NOTICE_MAGIC,
+			   .failed = peer,
+			   .reporter = c->rank,
+			   .err = err,
+			   .sig_reporter = r->sig};
 
 	if (c->error)
 		return c->error;
+	if (peer != c->rank && (err == -EMSGSIZE || err == -EPROTO)) {
+		/* A message of the wrong size: the peer may have called
+		 * another collective.  Tell it (and the other neighbour) what
+		 * ran here; its own notice, or its token, says what it ran. */
+		uint64_t until = rw_now_ms() + SIZE_GRACE_MS;
+		struct notice got_n;
+		int dead = -1, lost = 0;
+
+		n.flags = NOTICE_ALIVE;
+		notices_send(c, &n);
+		while (rw_now_ms() < until) {
+			int got = ctl_poll(c, &r->sig, &got_n, &dead, &lost);
+
+			if (got == 1) {
+				accept_notice(c, r, &got_n);
+				break;
+			}
+			if (got == 2 && dead == peer)
+				break;
+			usleep(1000);
+		}
+		if (c->error)
+			return c->error; /* the collectives differ, or a notice: logged */
+	}
 	if (peer != c->rank && is_connection_error(err)) {
 		/* A neighbour that closed its links because a third rank
 		 * failed has sent a notice first: give it a moment. */
 		uint64_t until = rw_now_ms() + NOTICE_GRACE_MS;
 		int dead = -1, lost = 0, got;
 
-		while ((got = ctl_poll(c, &n, &dead, &lost)) != 1 && rw_now_ms() < until) {
+		while ((got = ctl_poll(c, &r->sig, &n, &dead, &lost)) != 1 && rw_now_ms() < until) {
 			if (got == 2 && dead == peer)
 				break;
 			usleep(1000);
@@ -320,8 +452,11 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 			accept_notice(c, r, &n);
 			return c->error;
 		}
-		n = (struct notice){
-			.magic = NOTICE_MAGIC, .failed = peer, .reporter = c->rank, .err = err};
+		n = (struct notice){.magic = NOTICE_MAGIC,
+				    .failed = peer,
+				    .reporter = c->rank,
+				    .err = err,
+				    .sig_reporter = r->sig};
 	}
 	if (err == -ETIMEDOUT) {
 		/* the transport's timeout or ours: name what is most stuck */
@@ -391,7 +526,7 @@ void rw_coll_quiesce(struct rw_coll_comm *c)
 		int dead, lost;
 
 		if (!c->error) {
-			ctl_poll(c, &n, &dead, &lost); /* a late notice changes nothing now */
+			ctl_poll(c, NULL, &n, &dead, &lost); /* a late notice changes nothing now */
 		} else {
 			for (int i = 0; i < 4; i += 2)
 				if (c->links[rw_link_ctrl(c, i)].comm)
@@ -415,7 +550,7 @@ int rw_coll_ctl_progress(struct rw_coll_req *r)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct notice n;
-	int dead = -1, lost = 0, got = ctl_poll(c, &n, &dead, &lost);
+	int dead = -1, lost = 0, got = ctl_poll(c, &r->sig, &n, &dead, &lost);
 
 	if (got == 1)
 		accept_notice(c, r, &n);

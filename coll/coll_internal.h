@@ -29,7 +29,7 @@
 #define RW_COLL_MAX_SENDS 4
 
 #define RW_COLL_TAG	  0x7277 /* every data message */
-#define RW_COLL_CTL_BYTES 32
+#define RW_COLL_CTL_BYTES 160
 
 /* Link ids carried by the hello: channels are 0..nchannels-1.  Failure
  * notices travel both ways round the ring, so there are two control links
@@ -39,8 +39,8 @@
 #define RW_LINK_PS	 0x10002
 
 /** A registered little buffer for hellos, tokens and failure notices:
- *  received messages land at 0; a sender keeps its token at 0 and a
- *  notice at RW_COLL_CTL_BYTES / 2. */
+ *  received messages land at 0; a sender keeps its token at 0, a notice
+ *  at 32 and a mismatch notice at 96 (coll_ctl.c). */
 struct rw_coll_ctl {
 	uint8_t buf[RW_COLL_CTL_BYTES];
 	struct rw_net_mr *mr;
@@ -59,7 +59,7 @@ struct rw_coll_link {
 	/* outgoing control links: tokens and the notice in flight */
 	struct rw_net_req *sq[RW_COLL_CTL_SENDS];
 	unsigned sq_head, sq_n;
-	bool notice_sent;
+	uint8_t notice_sent; /**< bit 0: a notice, bit 1: a mismatch notice */
 	/* incoming control links: tokens received so far */
 	uint64_t tokens;
 };
@@ -97,6 +97,27 @@ enum rw_coll_mem {
 	RW_COLL_MEM_DEVICE,
 };
 
+/**
+ * What every rank must agree on for one collective: 16 bytes, carried by
+ * the token each rank sends its neighbours at the end of the collective
+ * (no extra message) and by failure notices.  Fields a kind ignores are
+ * normalised (op of allgather/broadcast, root of all but broadcast).
+ */
+struct rw_coll_sig {
+	uint8_t kind, dtype, op, valid;
+	int32_t root;
+	uint64_t count;
+};
+static_assert(sizeof(struct rw_coll_sig) == 16, "compact signature");
+
+#define RW_COLL_SIG_STR 96 /* "allreduce(count=..., float16, sum)" */
+
+/** Signature of args a (checked by rw_coll_start). */
+struct rw_coll_sig rw_coll_sig_of(const struct rw_coll_args *a);
+bool rw_coll_sig_same(const struct rw_coll_sig *a, const struct rw_coll_sig *b);
+/** "allreduce(count=1000, float32, sum)"; buf of RW_COLL_SIG_STR. */
+const char *rw_coll_sig_str(const struct rw_coll_sig *s, char *buf, size_t len);
+
 struct rw_coll_req;
 
 /** One algorithm: start its state, advance it, free it. */
@@ -121,7 +142,8 @@ struct rw_coll_req {
 	enum rw_coll_state state;
 	int rc;
 	struct rw_coll_args a; /**< seg arrays point into seg below */
-	size_t *seg;	       /**< 2 * nranks: offsets, counts */
+	struct rw_coll_sig sig;
+	size_t *seg; /**< 2 * nranks: offsets, counts */
 	enum rw_coll_mem mem;
 	size_t esize;
 	enum rw_op redop;	   /**< op used for reductions (avg -> sum) */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -50,6 +51,44 @@ bool rw_coll_reduce_supported(int dtype, int op)
 static bool reduces(enum rw_coll_kind k)
 {
 	return k == RW_COLL_ALLREDUCE || k == RW_COLL_REDUCE_SCATTER;
+}
+
+struct rw_coll_sig rw_coll_sig_of(const struct rw_coll_args *a)
+{
+	return (struct rw_coll_sig){
+		.kind = (uint8_t)a->kind,
+		.dtype = (uint8_t)a->dtype,
+		.op = reduces(a->kind) ? (uint8_t)a->op : UINT8_MAX,
+		.valid = 1,
+		.root = a->kind == RW_COLL_BROADCAST ? a->root : -1,
+		.count = a->count,
+	};
+}
+
+bool rw_coll_sig_same(const struct rw_coll_sig *a, const struct rw_coll_sig *b)
+{
+	return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
+	       a->count == b->count;
+}
+
+const char *rw_coll_sig_str(const struct rw_coll_sig *s, char *buf, size_t len)
+{
+	const char *dt =
+		s->dtype < RW_DTYPE_COUNT ? rw_dtype_name((enum rw_dtype)s->dtype) : "invalid";
+
+	if (!s->valid)
+		snprintf(buf, len, "nothing");
+	else if (s->kind == RW_COLL_BROADCAST)
+		snprintf(buf, len, "%s(count=%llu, %s, root=%d)", rw_coll_kind_name(s->kind),
+			 (unsigned long long)s->count, dt, (int)s->root);
+	else if (s->op == UINT8_MAX)
+		snprintf(buf, len, "%s(count=%llu, %s)", rw_coll_kind_name(s->kind),
+			 (unsigned long long)s->count, dt);
+	else
+		snprintf(buf, len, "%s(count=%llu, %s, %s)", rw_coll_kind_name(s->kind),
+			 (unsigned long long)s->count, dt,
+			 s->op < RW_OP_COUNT ? rw_op_name((enum rw_op)s->op) : "invalid");
+	return buf;
 }
 
 static int bad(const struct rw_coll_comm *c, const struct rw_coll_args *a, const char *why)
@@ -199,6 +238,7 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 		return -ENOMEM;
 	r->comm = c;
 	r->a = *a;
+	r->sig = rw_coll_sig_of(a);
 	r->a.send_mr = a->send_mr;
 	r->a.recv_mr = a->recv_mr;
 	r->esize = rw_dtype_size(a->dtype);

@@ -236,6 +236,129 @@ static void idle_time_longer_than_the_timeout(void **state)
 	assert_int_equal(coll_fork(3, env, idle, NULL, 60), 0);
 }
 
+/*
+ * Ranks that call different collectives (issue 13): every rank fails, and
+ * says which ranks called what, whether the difference changes the sizes
+ * of the messages (caught on the data path) or not (caught by the
+ * signature in the end-of-collective token), never success with wrong data.
+ */
+/* the last rank differs */
+
+struct mismatch {
+	struct stall_barrier b;
+	enum rw_coll_kind kind, odd_kind;
+	enum rw_dtype dtype, odd_dtype;
+	size_t count, odd_count;
+	enum rw_op op, odd_op;
+	int root, odd_root;
+};
+
+static int mismatched(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct mismatch *m = arg;
+	bool odd = rank == p - 1;
+	struct rw_coll_args a = {.kind = odd ? m->odd_kind : m->kind,
+				 .count = odd ? m->odd_count : m->count,
+				 .dtype = odd ? m->odd_dtype : m->dtype,
+				 .op = odd ? m->odd_op : m->op,
+				 .root = odd ? m->odd_root : m->root};
+	size_t bytes = (a.count + 16) * 8 * (size_t)p;
+	char *send = calloc(1, bytes), *recv = calloc(1, bytes);
+	int rc, code = 0;
+
+	expect_failure_warnings();
+	a.sendbuf = send;
+	a.recvbuf = recv;
+	rc = rw_coll_run(coll_of(w), &a);
+	if (rc == 0) {
+		fprintf(stderr, "rank %d: success with mismatched collectives\n", rank);
+		code = 1;
+	} else if (rw_test_log_count("called different collectives") == 0 ||
+		   rw_test_log_count(" but rank ") == 0 || rw_test_log_count("nothing moved for")) {
+		fprintf(stderr, "rank %d: failed with %d without naming the difference\n", rank,
+			rc);
+		code = 1;
+	}
+	free(send);
+	free(recv);
+	if (code)
+		rw_test_log_dump(stderr, "  saw: ");
+	fflush(stderr);
+	/* every rank takes part to the end: none may leave early */
+	atomic_fetch_add(&m->b.checked, 1);
+	wait_for_checks(&m->b, p);
+	return code;
+}
+
+static void run_mismatch(const char *algo, int nranks, struct mismatch m)
+{
+	const char *const env[] = {"RINGWAY_TIMEOUT_MS", "8000", "RINGWAY_ALGO", algo, NULL};
+	struct mismatch *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(shared != MAP_FAILED);
+	*shared = m;
+	atomic_init(&shared->b.checked, 0);
+	assert_int_equal(coll_fork(nranks, env, mismatched, shared, 60), 0);
+	munmap(shared, sizeof(*shared));
+}
+
+static struct mismatch allreduce(enum rw_dtype dt, size_t count, enum rw_op op)
+{
+	return (struct mismatch){.kind = RW_COLL_ALLREDUCE,
+				 .odd_kind = RW_COLL_ALLREDUCE,
+				 .dtype = dt,
+				 .odd_dtype = dt,
+				 .count = count,
+				 .odd_count = count,
+				 .op = op,
+				 .odd_op = op};
+}
+
+static void mismatches(const char *algo)
+{
+	struct mismatch m;
+
+	for (int p = 2; p <= 3; p++) {
+		m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+		m.odd_dtype = RW_DTYPE_FLOAT16; /* other sizes */
+		run_mismatch(algo, p, m);
+		m.odd_dtype = RW_DTYPE_INT32; /* the same size */
+		run_mismatch(algo, p, m);
+		m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+		m.odd_count = 1001;
+		run_mismatch(algo, p, m);
+		m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+		m.odd_op = RW_OP_MAX;
+		run_mismatch(algo, p, m);
+	}
+}
+
+static void mismatched_collectives_fail_everywhere_ring(void **state)
+{
+	struct mismatch m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+
+	(void)state;
+	mismatches("ring");
+	m.kind = m.odd_kind = RW_COLL_BROADCAST;
+	m.odd_root = 1;
+	run_mismatch("ring", 3, m);
+	m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+	m.kind = m.odd_kind = RW_COLL_ALLGATHER;
+	m.odd_dtype = RW_DTYPE_INT32;
+	run_mismatch("ring", 3, m);
+	m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+	m.odd_kind = RW_COLL_REDUCE_SCATTER;
+	run_mismatch("ring", 2, m);
+	run_mismatch("ring", 3, m);
+}
+
+static void mismatched_collectives_fail_everywhere_ps(void **state)
+{
+	(void)state;
+	mismatches("ps");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +366,10 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(a_stalled_rank_times_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(idle_time_longer_than_the_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ring, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ps, setup,
+						teardown),
 	};
 
 	rw_test_log_install();
