@@ -88,6 +88,10 @@ void rw_shm_live_objects(struct rw_shm_live *out);
 /** Sum of all counters: 0 when everything was freed. */
 long rw_shm_live_total(void);
 
+/** Closed comm shells kept, process-wide (at most 64 per instance; not in
+ * the total above, freed by rw_net_destroy()). */
+long rw_shm_live_shells(void);
+
 /** What went which way, process-wide since start (tests, tools). */
 struct rw_shm_stats {
 	long msgs_inline; /**< messages sent in one slot */

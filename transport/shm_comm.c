@@ -17,10 +17,18 @@
 
 int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **out)
 {
-	struct rw_shm_comm *c = calloc(1, sizeof(*c));
+	/* A full graveyard gives its oldest shell: closed comms cost no more
+	 * than RW_SHM_MAX_SHELLS shells however many come and go. */
+	struct rw_shm_comm *c = rw_shm_unbury_comm(net);
 
-	if (!c)
-		return -ENOMEM;
+	if (c) {
+		pthread_mutex_destroy(&c->mr_lock);
+		memset(c, 0, sizeof(*c));
+	} else {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+	}
 	c->base.net = &net->base;
 	c->magic = is_send ? RW_SHM_SEND_MAGIC : RW_SHM_RECV_MAGIC;
 	c->is_send = is_send;
@@ -312,17 +320,30 @@ int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 	struct rw_shm_comm *c = comm ? rw_shm_comm_from(comm) : NULL;
 	struct rw_shm_mr *m = mr ? rw_shm_mr_from(mr) : NULL, **pp;
 
-	if (!c || !m || m->magic != RW_SHM_MR_MAGIC || mr->comm != comm) {
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: deregMr(%p): not registered on this comm",
-			(void *)mr);
-		return -EINVAL;
+	bool found = false;
+
+	if (!c || !m || (c->magic != RW_SHM_SEND_MAGIC && c->magic != RW_SHM_RECV_MAGIC)) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: deregMr(comm=%p, %p): not an open comm",
+			(void *)comm, (void *)mr);
+		return c && c->magic == RW_SHM_DEAD_MAGIC ? -EBADF : -EINVAL;
 	}
+	/* Look m up by address before reading it: a second deregMr must not
+	 * touch the registration the first one freed. */
 	pthread_mutex_lock(&c->mr_lock);
 	for (pp = &c->mrs; *pp && *pp != m; pp = &(*pp)->next)
 		;
-	if (*pp)
+	if (*pp) {
 		*pp = m->next;
+		found = true;
+	}
 	pthread_mutex_unlock(&c->mr_lock);
+	if (!found || m->magic != RW_SHM_MR_MAGIC) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: deregMr(%p) from %s: not registered on this comm (deregistered "
+			"already?)",
+			(void *)mr, c->peer);
+		return -EINVAL;
+	}
 	m->magic = 0;
 	free(m);
 	rw_shm_live_add(RW_SHM_LIVE_MRS, -1);

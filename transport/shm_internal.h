@@ -105,7 +105,8 @@ struct rw_shm_net {
 	uint64_t last_progress_ns; /* atomic: any comm moved anything */
 	bool cuda;		   /* CUDA IPC usable */
 	pthread_mutex_t lock;	   /* graveyard */
-	struct rw_shm_link *dead;  /* shells of closed comms and listeners */
+	struct rw_shm_link *dead;  /* shells of closed comms and listeners, newest first */
+	int ndead_comms;	   /* comm shells on dead */
 };
 
 static inline struct rw_shm_net *rw_shm_net_from(struct rw_net *n)
@@ -113,8 +114,17 @@ static inline struct rw_shm_net *rw_shm_net_from(struct rw_net *n)
 	return rw_container_of(n, struct rw_shm_net, base);
 }
 
+/* Closed comm shells kept; beyond, a new comm reuses the oldest (never freed,
+ * so a very old stale handle reads valid memory, but may name the new comm):
+ * at most this many plus the comms open at once are kept. */
+#define RW_SHM_MAX_SHELLS 64
+
 /** Keep the shell of a closed object until the net is destroyed. */
 void rw_shm_bury(struct rw_shm_net *net, struct rw_shm_link *link);
+
+/** The oldest comm shell, taken off the graveyard, once RW_SHM_MAX_SHELLS
+ * are kept; else NULL. */
+struct rw_shm_comm *rw_shm_unbury_comm(struct rw_shm_net *net);
 
 /* --- listener -------------------------------------------------------------- */
 

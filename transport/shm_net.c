@@ -5,6 +5,7 @@
  */
 #include "transport/shm_internal.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,12 +210,46 @@ static int shm_get_properties(struct rw_net *base, int dev, struct rw_net_props 
 	return 0;
 }
 
+static atomic_long shells;
+
+long rw_shm_live_shells(void)
+{
+	return atomic_load(&shells);
+}
+
 void rw_shm_bury(struct rw_shm_net *net, struct rw_shm_link *link)
 {
 	pthread_mutex_lock(&net->lock);
 	link->next = net->dead;
 	net->dead = link;
+	if (link->kind == RW_SHM_SHELL_COMM) {
+		net->ndead_comms++;
+		atomic_fetch_add(&shells, 1);
+	}
 	pthread_mutex_unlock(&net->lock);
+}
+
+struct rw_shm_comm *rw_shm_unbury_comm(struct rw_shm_net *net)
+{
+	struct rw_shm_link **pp, **oldest = NULL;
+	struct rw_shm_comm *c = NULL;
+
+	pthread_mutex_lock(&net->lock);
+	if (net->ndead_comms >= RW_SHM_MAX_SHELLS) {
+		for (pp = &net->dead; *pp; pp = &(*pp)->next)
+			if ((*pp)->kind == RW_SHM_SHELL_COMM)
+				oldest = pp;
+		if (oldest) {
+			struct rw_shm_link *l = *oldest;
+
+			*oldest = l->next;
+			net->ndead_comms--;
+			atomic_fetch_sub(&shells, 1);
+			c = rw_container_of(l, struct rw_shm_comm, link);
+		}
+	}
+	pthread_mutex_unlock(&net->lock);
+	return c;
 }
 
 static void shell_free(struct rw_shm_link *link)
@@ -223,6 +258,7 @@ static void shell_free(struct rw_shm_link *link)
 		struct rw_shm_comm *c = rw_container_of(link, struct rw_shm_comm, link);
 
 		pthread_mutex_destroy(&c->mr_lock);
+		atomic_fetch_sub(&shells, 1);
 		free(c);
 	} else {
 		free(rw_container_of(link, struct rw_shm_listen, link));

@@ -99,4 +99,8 @@ void rw_sock_live_objects(struct rw_sock_live *out);
 /** Sum of all counters: 0 when everything was freed. */
 long rw_sock_live_total(void);
 
+/** Closed comm shells kept, process-wide (at most 64 per instance; not in
+ * the total above, freed by rw_net_destroy()). */
+long rw_sock_live_shells(void);
+
 #endif /* RW_SOCK_H */

@@ -13,10 +13,27 @@
 
 struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t magic, const char *peer)
 {
-	struct rw_sock_comm *c = calloc(1, sizeof(*c));
+	struct rw_sock_comm *c = NULL;
 
-	if (!c)
-		return NULL;
+	/* A full graveyard gives its oldest shell: closed comms cost no more
+	 * than RW_SOCK_MAX_SHELLS shells however many come and go. */
+	pthread_mutex_lock(&net->lock);
+	if (net->ndead_comms >= RW_SOCK_MAX_SHELLS) {
+		c = rw_container_of(net->dead_comms.next, struct rw_sock_comm, link);
+		rw_sock_list_del(&c->link);
+		net->ndead_comms--;
+	}
+	pthread_mutex_unlock(&net->lock);
+	if (c) {
+		rw_sock_shells_add(-1);
+		free(c->conn);
+		pthread_mutex_destroy(&c->mr_lock);
+		memset(c, 0, sizeof(*c));
+	} else {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return NULL;
+	}
 	c->base.net = &net->base;
 	c->magic = magic;
 	c->net = net;
@@ -76,6 +93,8 @@ void rw_sock_comm_free(struct rw_sock_comm *c)
 	pthread_mutex_destroy(&c->mr_lock);
 	if (c->magic != RW_SOCK_DEAD_MAGIC)
 		rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);
+	else
+		rw_sock_shells_add(-1);
 	free(c);
 }
 
@@ -192,7 +211,9 @@ void rw_sock_comm_close(struct rw_sock_comm *c)
 	pthread_mutex_lock(&sn->lock);
 	rw_sock_list_del(&c->link);
 	rw_sock_list_add(&sn->dead_comms, &c->link);
+	sn->ndead_comms++;
 	pthread_mutex_unlock(&sn->lock);
+	rw_sock_shells_add(1);
 }
 
 static int close_comm(struct rw_net_comm *comm, uint32_t magic, const char *call)

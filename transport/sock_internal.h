@@ -15,8 +15,11 @@
  * Ownership.  The rw_sock_net owns every listener and comm it created; a
  * closed comm or listener keeps a small shell on the net's graveyard lists
  * (so that a late call on it gets -EBADF instead of touching freed memory)
- * until rw_net_destroy().  A comm owns its streams, helper threads, request
- * slabs and registrations; they are freed by close_send/close_recv.
+ * until rw_net_destroy().  Once RW_SOCK_MAX_SHELLS comm shells are kept, a
+ * new comm reuses the oldest one (so at most that many plus the comms open
+ * at once are kept) (never freed, so a very old stale
+ * handle reads valid memory, but may name the new comm).  A comm owns its streams, helper threads,
+ * request slabs and registrations; they are freed by close_send/close_recv.
  *
  * Threads.  The calling thread (NCCL's progress thread) owns everything of a
  * comm but the op rings of streams 1..n-1, which it shares with their helper
@@ -54,6 +57,7 @@ static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "one entry per buffer of a 
 #define RW_SOCK_MAX_ASMS   16		/* connections with streams missing */
 #define RW_SOCK_MAX_COMMS  65536	/* what get_properties promises */
 #define RW_SOCK_MAX_BYTES  (1ull << 40) /* max_p2p_bytes: NCCL checks <= 1 TiB */
+#define RW_SOCK_MAX_SHELLS 64		/* closed comm shells kept; then the oldest is reused */
 /* Listener limits (sock_listen.c) */
 #define RW_SOCK_CANDS_PER_HOST 16    /* of RW_SOCK_MAX_CANDS, from one source address */
 #define RW_SOCK_DROP_WARNS     8     /* drop warnings per listener per window ... */
@@ -117,6 +121,8 @@ enum rw_sock_live_kind {
 };
 
 void rw_sock_live_add(enum rw_sock_live_kind kind, long delta);
+/* Closed comm shells kept on graveyards (rw_sock_live_shells()). */
+void rw_sock_shells_add(long delta);
 
 /* --- devices and the transport instance ----------------------------------- */
 
@@ -135,7 +141,8 @@ struct rw_sock_net {
 	struct rw_sock_link comms;	/* open comms */
 	struct rw_sock_link connecting; /* send comms whose connect is under way */
 	struct rw_sock_link listeners;	/* open listeners */
-	struct rw_sock_link dead_comms; /* shells of closed comms */
+	struct rw_sock_link dead_comms; /* shells of closed comms, oldest first */
+	int ndead_comms;		/* on dead_comms */
 	struct rw_sock_link dead_listeners;
 	int ndev;
 	struct rw_sock_dev devs[RW_SOCK_MAX_DEVS];

@@ -33,6 +33,18 @@ void rw_sock_live_objects(struct rw_sock_live *out)
 	};
 }
 
+static atomic_long shells;
+
+void rw_sock_shells_add(long delta)
+{
+	atomic_fetch_add_explicit(&shells, delta, memory_order_relaxed);
+}
+
+long rw_sock_live_shells(void)
+{
+	return atomic_load(&shells);
+}
+
 long rw_sock_live_total(void)
 {
 	long sum = 0;
@@ -67,8 +79,7 @@ void rw_sock_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len)
 
 socklen_t rw_sock_addr_len(const struct sockaddr_storage *sa)
 {
-	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-					 : sizeof(struct sockaddr_in);
+	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 }
 
 int rw_sock_socket(int family, int *fd)
@@ -97,7 +108,7 @@ void rw_sock_close(int *fd)
 
 void rw_sock_close_abort(int *fd)
 {
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
 
 	if (*fd >= 0)
 		setsockopt(*fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -109,8 +120,8 @@ int rw_sock_tune(int fd, const struct rw_config *cfg, const char *what)
 	int one = 1;
 
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))) {
-		RW_WARN(RW_LOG_NET, "socket: setsockopt(TCP_NODELAY) on %s failed: %s",
-			what, strerror(errno));
+		RW_WARN(RW_LOG_NET, "socket: setsockopt(TCP_NODELAY) on %s failed: %s", what,
+			strerror(errno));
 		return -errno;
 	}
 	if (cfg->socket_buffer) {
@@ -119,8 +130,8 @@ int rw_sock_tune(int fd, const struct rw_config *cfg, const char *what)
 		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)) ||
 		    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz))) {
 			RW_WARN(RW_LOG_NET,
-				"socket: setsockopt(SO_SNDBUF/SO_RCVBUF=%d) on %s failed: %s",
-				sz, what, strerror(errno));
+				"socket: setsockopt(SO_SNDBUF/SO_RCVBUF=%d) on %s failed: %s", sz,
+				what, strerror(errno));
 			return -errno;
 		}
 	}
@@ -129,8 +140,7 @@ int rw_sock_tune(int fd, const struct rw_config *cfg, const char *what)
 
 int rw_sock_set_blocking(int fd, int64_t slice_ms)
 {
-	struct timeval tv = { .tv_sec = slice_ms / 1000,
-			      .tv_usec = (slice_ms % 1000) * 1000 };
+	struct timeval tv = {.tv_sec = slice_ms / 1000, .tv_usec = (slice_ms % 1000) * 1000};
 	int fl = fcntl(fd, F_GETFL);
 
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ||
@@ -152,8 +162,8 @@ uint64_t rw_sock_random64(void)
 	return v ? v : 1;
 }
 
-void rw_sock_handle_encode(struct rw_sock_handle *h,
-			   const struct sockaddr_storage *sa, uint64_t nonce)
+void rw_sock_handle_encode(struct rw_sock_handle *h, const struct sockaddr_storage *sa,
+			   uint64_t nonce)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = RW_SOCK_MAGIC;
@@ -175,8 +185,7 @@ void rw_sock_handle_encode(struct rw_sock_handle *h,
 	}
 }
 
-int rw_sock_handle_decode(const void *buf, struct rw_sock_handle *h,
-			  struct sockaddr_storage *sa)
+int rw_sock_handle_decode(const void *buf, struct rw_sock_handle *h, struct sockaddr_storage *sa)
 {
 	struct rw_sock_handle tmp;
 
