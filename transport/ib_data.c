@@ -224,6 +224,21 @@ static bool cts_read(const struct rw_ib_cts *e, uint32_t seq, struct rw_ib_cts *
 	return out->seq == seq && out->check == rw_ib_cts_check(out);
 }
 
+int rw_ib_cts_parse(const struct rw_ib_cts *slot, uint32_t seq, struct rw_ib_cts *e)
+{
+	unsigned int nreqs;
+
+	if (!cts_read(&slot[0], seq, &e[0]))
+		return 0;
+	nreqs = e[0].nreqs;
+	if (nreqs < 1 || nreqs > RW_NET_MAX_RECVS)
+		return -EPROTO;
+	for (unsigned int i = 1; i < nreqs; i++)
+		if (!cts_read(&slot[i], seq, &e[i]))
+			return 0; /* the rest of the slot is still on its way */
+	return (int)nreqs;
+}
+
 static int post_send(struct rw_ib_comm *c, int qpi, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad = NULL;
@@ -310,25 +325,21 @@ static int cts_slot(struct rw_ib_comm *c, struct rw_ib_cts *e)
 {
 	const struct rw_ib_cts *slot =
 		&c->fifo[(size_t)(c->cts_seq % RW_IB_FIFO_SLOTS) * RW_NET_MAX_RECVS];
-	unsigned int nreqs;
+	int nreqs = rw_ib_cts_parse(slot, c->cts_seq, e);
 
-	if (!cts_read(&slot[0], c->cts_seq, &e[0]))
-		return 0;
-	nreqs = e[0].nreqs;
-	if (nreqs < 1 || nreqs > RW_NET_MAX_RECVS) {
+	if (nreqs < 0) {
 		RW_WARN(RW_LOG_NET, "NET/IB: %s: peer %s (GID %s) posted a receive of %u buffers",
-			c->dev->name, c->peer, c->peer_gid, nreqs);
+			c->dev->name, c->peer, c->peer_gid, e[0].nreqs);
 		rw_ib_comm_fail(c, -EPROTO);
 		return -EPROTO;
 	}
-	for (unsigned int i = 1; i < nreqs; i++)
-		if (!cts_read(&slot[i], c->cts_seq, &e[i]))
-			return 0; /* the rest of the slot is still on its way */
+	if (nreqs == 0)
+		return 0;
 	if (c->cts_seen != c->cts_seq) {
 		c->cts_seen = c->cts_seq; /* a new receive: a sign of life */
 		c->progress_ms = c->life_ms = rw_now_ms();
 	}
-	return (int)nreqs;
+	return nreqs;
 }
 
 /* Entry idx of the current slot is taken; the next slot once all are. */

@@ -403,6 +403,13 @@ void rw_ib_info_fill(const struct rw_ib_comm *c, uint64_t nonce, struct rw_ib_co
  *  else what is wrong with it. */
 const char *rw_ib_info_check(const struct rw_ib_comm *c, const struct rw_ib_conn_info *t,
 			     uint64_t nonce);
+/**
+ * Read CTS slot (RW_NET_MAX_RECVS entries, the peer writes them) for request
+ * seq into e.  \return its entries (1..RW_NET_MAX_RECVS) when every one is
+ * whole (seq and check match), 0 when not (yet), -EPROTO when the first
+ * entry is whole but counts no or too many entries.  Pure; not logged.
+ */
+int rw_ib_cts_parse(const struct rw_ib_cts *slot, uint32_t seq, struct rw_ib_cts *e);
 /** Every QP of c to RTS towards the peer's record; receive WRs posted. */
 int rw_ib_comm_connect_qps(struct rw_ib_comm *c, const struct rw_ib_conn_info *t);
 /** One INFO line: the comm is up. */
