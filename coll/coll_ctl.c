@@ -31,6 +31,7 @@
 #define SIZE_GRACE_MS	1000	    /* how long a wrong size waits for a signature */
 #define NOTICE_OFF	32	    /* a notice in the ctl buffer; a mismatch notice at 96 */
 #define MISMATCH_OFF	96
+#define TOKEN_OFF	160 /* then one token per send in flight */
 
 /* The token carries the collective's signature: a neighbour that called
  * another collective is caught when its token arrives, before this rank
@@ -41,7 +42,9 @@ struct token {
 	uint32_t seq; /* the collective's number on this comm (low bits) */
 	struct rw_coll_sig sig;
 };
-static_assert(sizeof(struct token) <= NOTICE_OFF, "token fits before the notice");
+static_assert(sizeof(struct token) <= NOTICE_OFF, "a received token fits before the notice");
+static_assert(TOKEN_OFF + RW_COLL_CTL_SENDS * sizeof(struct token) <= RW_COLL_CTL_BYTES,
+	      "a token per send in flight");
 
 #define NOTICE_MISMATCH 1u /* failed called another collective than reporter */
 #define NOTICE_ALIVE	2u /* failed is alive: tell it too */
@@ -97,6 +100,23 @@ static int ctl_send(struct rw_coll_link *l, size_t off, size_t len)
 		return -EAGAIN;
 	l->sq[(l->sq_head + l->sq_n++) % RW_COLL_CTL_SENDS] = req;
 	return 0;
+}
+
+/* Send token t from a place of its own in l's ctl buffer: tokens differ
+ * (number, signature), and an earlier one may still be in flight. */
+static int ctl_send_token(struct rw_coll_link *l, const struct token *t)
+{
+	size_t off;
+
+	if (!l->comm)
+		return -ENOTCONN;
+	ctl_sends_reap(l);
+	if (l->sq_n == RW_COLL_CTL_SENDS)
+		return -EAGAIN;
+	/* the request index ctl_send() takes (reaping keeps head + n) */
+	off = TOKEN_OFF + (l->sq_head + l->sq_n) % RW_COLL_CTL_SENDS * sizeof(*t);
+	memcpy(l->ctl->buf + off, t, sizeof(*t));
+	return ctl_send(l, off, sizeof(*t));
 }
 
 static int post_ctl_recv(struct rw_coll_link *l)
@@ -214,8 +234,7 @@ int rw_coll_tokens_send(struct rw_coll_req *r)
 		if (r->tokens_sent & (1u << i))
 			continue;
 		if (l->comm) {
-			memcpy(l->ctl->buf, &t, sizeof(t));
-			rc = ctl_send(l, 0, sizeof(t));
+			rc = ctl_send_token(l, &t);
 			if (rc == -EAGAIN)
 				return rc;
 			/* other errors: the neighbour is gone; its link says so */
@@ -353,10 +372,13 @@ static void accept_notice(struct rw_coll_comm *c, const struct rw_coll_req *r,
 		return;
 	}
 	if (r && (n->err == -EMSGSIZE || n->err == -EPROTO)) {
-		/* a wrong size: a mismatch notice may be on its way */
+		/* a wrong size: a mismatch notice may be on its way; pass
+		 * this one on first, it may be what brings it */
 		uint64_t until = rw_now_ms() + SIZE_GRACE_MS;
 		struct notice next;
 		int dead = -1, lost = 0, got;
+
+		notices_send(c, n);
 
 		while ((got = ctl_poll(c, &r->sig, &next, &dead, &lost)) != 2 &&
 		       rw_now_ms() < until) {

@@ -29,7 +29,7 @@
 #define RW_COLL_MAX_SENDS 4
 
 #define RW_COLL_TAG	  0x7277 /* every data message */
-#define RW_COLL_CTL_BYTES 160
+#define RW_COLL_CTL_BYTES 352
 
 /* Link ids carried by the hello: channels are 0..nchannels-1.  Failure
  * notices travel both ways round the ring, so there are two control links
@@ -39,8 +39,8 @@
 #define RW_LINK_PS	 0x10002
 
 /** A registered little buffer for hellos, tokens and failure notices:
- *  received messages land at 0; a sender keeps its token at 0, a notice
- *  at 32 and a mismatch notice at 96 (coll_ctl.c). */
+ *  received messages land at 0; a sender keeps a notice at 32, a mismatch
+ *  notice at 96 and a token per send in flight from 160 (coll_ctl.c). */
 struct rw_coll_ctl {
 	uint8_t buf[RW_COLL_CTL_BYTES];
 	struct rw_net_mr *mr;
