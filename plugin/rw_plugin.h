@@ -26,7 +26,8 @@
  * memory.
  *
  * Threads.  init/finalize/listen/connect/accept/close take the plugin lock;
- * the data path (isend/irecv/iflush/test) takes no lock.  devices and
+ * the data path (isend/irecv/iflush/test) takes only the live set's lock,
+ * briefly, to enter or check a handle.  devices and
  * getProperties read the process-wide plugin, which NCCL keeps alive by
  * holding a context while it calls them.
  *
