@@ -408,6 +408,22 @@ static void accept_notice(struct rw_coll_comm *c, const struct rw_coll_req *r,
 	close_data_links(c);
 }
 
+int rw_coll_fail_mismatch(struct rw_coll_req *r, int peer, const struct rw_coll_sig *theirs)
+{
+	struct rw_coll_comm *c = r->comm;
+	const struct notice n = {.magic = NOTICE_MAGIC,
+				 .failed = peer,
+				 .reporter = c->rank,
+				 .err = -EINVAL,
+				 .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
+				 .sig_failed = *theirs,
+				 .sig_reporter = r->sig};
+
+	if (!c->error)
+		fail_mismatch(c, &n);
+	return c->error;
+}
+
 static bool is_connection_error(int err)
 {
 	switch (-err) {

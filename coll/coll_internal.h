@@ -243,6 +243,9 @@ void rw_coll_quiesce(struct rw_coll_comm *c);
 int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int step,
 		 size_t chunk);
 
+/** peer ran the collective theirs, not r's: fail every rank, saying both. */
+int rw_coll_fail_mismatch(struct rw_coll_req *r, int peer, const struct rw_coll_sig *theirs);
+
 /* --- coll_comm.c ------------------------------------------------------------ */
 
 /** Stage of the ps links (rank 0: one per peer), allocated at first use. */

@@ -7,6 +7,11 @@
  * rank.  Pipelined by chunk like the ring, so the comparison is fair, but
  * rank 0's link carries (P-1) x N bytes each way where a ring link carries
  * 2 (P-1)/P x N.  Allreduce on host memory only.
+ *
+ * Rank 0 hears from every rank, but its ring neighbours' tokens vouch only
+ * for them: so each peer pair first swaps the collective's signature (16
+ * bytes, sent and received ahead of the data, no extra round trip) and
+ * nothing is reduced or reported done before it matched.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +24,8 @@ struct ps_peer {
 	int rank;
 	int send_link, recv_link;
 	size_t r_posted, r_done, s_posted, s_done;
+	struct rw_net_req *sig_rreq, *sig_sreq;
+	bool sig_rposted, sig_in, sig_sposted, sig_out;
 	struct rw_net_req *rreq[RW_COLL_MAX_RECVS];
 	struct rw_net_req *sreq[RW_COLL_MAX_SENDS];
 };
@@ -79,6 +86,61 @@ static char *slot_of(const struct rw_coll_comm *c, int peer, size_t k)
 	return c->ps_stage[peer].buf + (k % RW_COLL_NSLOTS) * c->chunk_bytes;
 }
 
+/* The signatures: ours goes out first on the send link, the peer's is the
+ * first message on the recv link (in the links' ctl buffers). */
+static int sig_swap(struct rw_coll_req *r, struct ps_peer *p, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct rw_coll_link *sl = &c->links[p->send_link], *rl = &c->links[p->recv_link];
+	int tag = RW_COLL_TAG, done, rc;
+
+	if (!p->sig_sposted) {
+		memcpy(sl->ctl->buf, &r->sig, sizeof(r->sig));
+		rc = rw_net_isend(sl->comm, sl->ctl->buf, sizeof(r->sig), RW_COLL_TAG, sl->ctl->mr,
+				  &p->sig_sreq);
+		if (rc)
+			return rw_coll_fail(r, rc, p->rank, "sending to", 0, 0);
+		p->sig_sposted = p->sig_sreq != NULL;
+		*progressed |= p->sig_sposted;
+	}
+	if (!p->sig_rposted) {
+		void *data = rl->ctl->buf;
+		size_t size = RW_COLL_CTL_BYTES;
+
+		rc = rw_net_irecv(rl->comm, 1, &data, &size, &tag, &rl->ctl->mr, &p->sig_rreq);
+		if (rc)
+			return rw_coll_fail(r, rc, p->rank, "posting a receive from", 0, 0);
+		p->sig_rposted = p->sig_rreq != NULL;
+		*progressed |= p->sig_rposted;
+	}
+	if (p->sig_sposted && !p->sig_out) {
+		done = 0;
+		rc = rw_net_test(p->sig_sreq, &done, NULL);
+		if (rc)
+			return rw_coll_fail(r, rc, p->rank, "sending to", 0, 0);
+		p->sig_out = done;
+		*progressed |= p->sig_out;
+	}
+	if (p->sig_rposted && !p->sig_in) {
+		struct rw_coll_sig theirs = {0};
+		size_t got = 0;
+
+		done = 0;
+		rc = rw_net_test(p->sig_rreq, &done, &got);
+		if (rc)
+			return rw_coll_fail(r, rc, p->rank, "receiving from", 0, 0);
+		if (!done)
+			return 0;
+		if (got == sizeof(theirs))
+			memcpy(&theirs, rl->ctl->buf, sizeof(theirs));
+		if (!rw_coll_sig_same(&theirs, &r->sig))
+			return rw_coll_fail_mismatch(r, p->rank, &theirs);
+		p->sig_in = true;
+		*progressed = true;
+	}
+	return 0;
+}
+
 /* Receives from peer i: rank 0 into staging, the others into recvbuf. */
 static int recvs(struct rw_coll_req *r, int i, bool *progressed)
 {
@@ -88,6 +150,9 @@ static int recvs(struct rw_coll_req *r, int i, bool *progressed)
 	struct rw_net_comm *comm = c->links[p->recv_link].comm;
 	bool root = c->rank == 0;
 	int tag = RW_COLL_TAG, rc;
+
+	if (!p->sig_rposted)
+		return 0; /* the signature is the first message */
 
 	while (p->r_posted < st->nchunks && p->r_posted - p->r_done < RW_COLL_MAX_RECVS &&
 	       (!root || p->r_posted < st->reduced + RW_COLL_NSLOTS)) {
@@ -139,6 +204,9 @@ static int sends(struct rw_coll_req *r, int i, bool *progressed)
 	size_t ready = root ? st->reduced : st->nchunks;
 	int rc;
 
+	if (!p->sig_sposted)
+		return 0; /* the signature goes first */
+
 	while (p->s_posted < ready && p->s_posted - p->s_done < RW_COLL_MAX_SENDS) {
 		size_t k = p->s_posted;
 		void *data = chunk_ptr(root ? r->a.recvbuf : r->a.sendbuf, r, st, k);
@@ -185,7 +253,7 @@ static int reduce_ready(struct rw_coll_req *r, bool *progressed)
 		if (k >= st->nchunks)
 			return 0;
 		for (int i = 0; i < st->npeers; i++)
-			if (st->peer[i].r_done <= k)
+			if (st->peer[i].r_done <= k || !st->peer[i].sig_in)
 				return 0;
 		n = chunk_count(r, st, k);
 		dst = chunk_ptr(r->a.recvbuf, r, st, k);
@@ -221,6 +289,9 @@ static int ps_progress(struct rw_coll_req *r, bool *progressed)
 	do {
 		moved = false;
 		for (int i = 0; i < st->npeers; i++) {
+			rc = sig_swap(r, &st->peer[i], &moved);
+			if (rc)
+				return rc;
 			rc = recvs(r, i, &moved);
 			if (rc)
 				return rc;
@@ -241,7 +312,7 @@ static int ps_progress(struct rw_coll_req *r, bool *progressed)
 	for (int i = 0; i < st->npeers; i++) {
 		const struct ps_peer *p = &st->peer[i];
 
-		if (p->r_done < st->nchunks || p->s_done < st->nchunks)
+		if (p->r_done < st->nchunks || p->s_done < st->nchunks || !p->sig_in || !p->sig_out)
 			all_done = false;
 	}
 	return all_done ? 1 : 0;

@@ -242,7 +242,8 @@ static void idle_time_longer_than_the_timeout(void **state)
  * of the messages (caught on the data path) or not (caught by the
  * signature in the end-of-collective token), never success with wrong data.
  */
-/* the last rank differs */
+/* the rank that differs: the last, or with 4 ranks one that is no ring
+ * neighbour of rank 0 (ps: its data goes to rank 0 only) */
 
 struct mismatch {
 	struct stall_barrier b;
@@ -256,7 +257,7 @@ struct mismatch {
 static int mismatched(struct rw_comm *w, int rank, int p, void *arg)
 {
 	struct mismatch *m = arg;
-	bool odd = rank == p - 1;
+	bool odd = rank == (p == 4 ? 2 : p - 1);
 	struct rw_coll_args a = {.kind = odd ? m->odd_kind : m->kind,
 				 .count = odd ? m->odd_count : m->count,
 				 .dtype = odd ? m->odd_dtype : m->dtype,
@@ -355,8 +356,14 @@ static void mismatched_collectives_fail_everywhere_ring(void **state)
 
 static void mismatched_collectives_fail_everywhere_ps(void **state)
 {
+	struct mismatch m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+
 	(void)state;
 	mismatches("ps");
+	m.odd_dtype = RW_DTYPE_INT32; /* the same size, at no neighbour of rank 0 */
+	run_mismatch("ps", 4, m);
+	m.odd_dtype = RW_DTYPE_FLOAT16;
+	run_mismatch("ps", 4, m);
 }
 
 int main(void)
