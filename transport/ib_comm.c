@@ -351,6 +351,8 @@ const char *rw_ib_info_check(const struct rw_ib_comm *c, const struct rw_ib_conn
 		return "a set-up record for another listener";
 	if (t->nqps < 1 || t->nqps > RW_IB_MAX_QPS || (c && t->nqps != c->nqps))
 		return "a bad number of QPs";
+	if (t->mtu < IBV_MTU_256 || t->mtu > IBV_MTU_4096)
+		return "an MTU that is no verbs MTU";
 	if (c && t->link_layer != c->dev->link_layer)
 		return c->dev->link_layer == IBV_LINK_LAYER_ETHERNET
 			       ? "the peer's device is InfiniBand, this one RoCE"

@@ -66,7 +66,8 @@ static void record(uint8_t flags, const uint8_t *data, size_t size)
 		t.nonce = NONCE;
 	bad = rw_ib_info_check(NULL, &t, NONCE);
 	check(bad || (t.magic == RW_IB_MAGIC && t.version == RW_IB_VERSION && t.nonce == NONCE &&
-		      t.nqps >= 1 && t.nqps <= RW_IB_MAX_QPS));
+		      t.nqps >= 1 && t.nqps <= RW_IB_MAX_QPS && t.mtu >= IBV_MTU_256 &&
+		      t.mtu <= IBV_MTU_4096));
 	if (!bad)
 		passed[0]++;
 	c.dev = &dev;
