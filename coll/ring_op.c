@@ -14,6 +14,13 @@
  * So while chunk k is being reduced, chunk k+1 is on the wire and chunk k-1
  * is being forwarded.  Host buffers are sent from and received into where
  * they are; device buffers go through host staging (coll_mem.c).
+ *
+ * The first message each way on channel 0 is the collective's signature
+ * (16 bytes, sent with the first data, no extra round trip), and no
+ * received chunk is processed before prev's matched: so what a rank
+ * forwards vouches for its predecessors, and ranks that called different
+ * collectives fail (with both named) instead of returning wrong data,
+ * however far apart they are on the ring.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -57,6 +64,9 @@ struct ring_chan {
 struct ring_state {
 	struct rw_ring_plan plan;
 	bool phase_pushed, in_allgather;
+	/* the signature swap with the neighbours, first on channel 0's links */
+	struct rw_net_req *sig_rreq, *sig_sreq;
+	bool sig_rposted, sig_in, sig_sposted, sig_out;
 	struct ring_chan ch[];
 };
 
@@ -160,6 +170,62 @@ static void phase(struct rw_coll_req *r, const struct rw_ring_msg *m)
 	}
 }
 
+/* --- the signature swap ------------------------------------------------------- */
+
+static int sig_swap(struct rw_coll_req *r, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct ring_state *st = state_of(r);
+	struct rw_coll_link *sl = &c->links[rw_link_send(0)], *rl = &c->links[rw_link_recv(0)];
+	int tag = RW_COLL_TAG, done, rc;
+
+	if (!st->sig_sposted) {
+		memcpy(sl->ctl->buf, &r->sig, sizeof(r->sig));
+		rc = rw_net_isend(sl->comm, sl->ctl->buf, sizeof(r->sig), RW_COLL_TAG, sl->ctl->mr,
+				  &st->sig_sreq);
+		if (rc)
+			return rw_coll_fail(r, rc, next_rank(c), "sending to", 0, 0);
+		st->sig_sposted = st->sig_sreq != NULL;
+		*progressed |= st->sig_sposted;
+	}
+	if (!st->sig_rposted) {
+		void *data = rl->ctl->buf;
+		size_t size = RW_COLL_CTL_BYTES;
+
+		rc = rw_net_irecv(rl->comm, 1, &data, &size, &tag, &rl->ctl->mr, &st->sig_rreq);
+		if (rc)
+			return rw_coll_fail(r, rc, prev_rank(c), "posting a receive from", 0, 0);
+		st->sig_rposted = st->sig_rreq != NULL;
+		*progressed |= st->sig_rposted;
+	}
+	if (st->sig_sposted && !st->sig_out) {
+		done = 0;
+		rc = rw_net_test(st->sig_sreq, &done, NULL);
+		if (rc)
+			return rw_coll_fail(r, rc, next_rank(c), "sending to", 0, 0);
+		st->sig_out = done;
+		*progressed |= st->sig_out;
+	}
+	if (st->sig_rposted && !st->sig_in) {
+		struct rw_coll_sig theirs = {0};
+		size_t got = 0;
+
+		done = 0;
+		rc = rw_net_test(st->sig_rreq, &done, &got);
+		if (rc)
+			return rw_coll_fail(r, rc, prev_rank(c), "receiving from", 0, 0);
+		if (!done)
+			return 0;
+		if (got == sizeof(theirs))
+			memcpy(&theirs, rl->ctl->buf, sizeof(theirs));
+		if (!rw_coll_sig_same(&theirs, &r->sig))
+			return rw_coll_fail_mismatch(r, prev_rank(c), &theirs);
+		st->sig_in = true;
+		*progressed = true;
+	}
+	return 0;
+}
+
 /* --- receives ----------------------------------------------------------------- */
 
 static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
@@ -170,6 +236,8 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 	int l = rw_link_recv(ch), tag = RW_COLL_TAG, rc;
 	struct rw_net_comm *comm = c->links[l].comm;
 
+	if (ch == 0 && !st->sig_rposted)
+		return 0; /* the signature is the first message */
 	while (cs->rmore && cs->pr_n < RW_COLL_MAX_RECVS) {
 		struct rw_ring_msg m;
 		size_t size;
@@ -267,6 +335,8 @@ static int complete_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 	struct ring_state *st = state_of(r);
 	struct ring_chan *cs = &st->ch[ch];
 
+	if (!st->sig_in)
+		return 0; /* nothing of prev's is used before its signature matched */
 	while (cs->pr_n) {
 		struct pend_recv *p = &cs->pr[cs->pr_head];
 		struct rw_ring_msg m;
@@ -310,6 +380,8 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 	struct rw_net_comm *comm = c->links[l].comm;
 	bool dev = r->mem == RW_COLL_MEM_DEVICE;
 
+	if (ch == 0 && !st->sig_sposted)
+		return 0; /* the signature goes first */
 	while (cs->smore && cs->ps_n < RW_COLL_MAX_SENDS) {
 		struct rw_ring_msg m;
 		struct rw_net_mr *mr;
@@ -426,6 +498,11 @@ static int ring_progress(struct rw_coll_req *r, bool *progressed)
 		bool moved;
 		int rc;
 
+		if (ch == 0) {
+			rc = sig_swap(r, progressed);
+			if (rc)
+				return rc;
+		}
 		do {
 			moved = false;
 			rc = post_recvs(r, ch, &moved);
@@ -442,7 +519,7 @@ static int ring_progress(struct rw_coll_req *r, bool *progressed)
 		if (cs->smore || cs->rmore || cs->pr_n || cs->ps_n)
 			all_done = false;
 	}
-	return all_done ? 1 : 0;
+	return all_done && st->sig_in && st->sig_out ? 1 : 0;
 }
 
 /* What the collective waits on: a send the next rank does not take names

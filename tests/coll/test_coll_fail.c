@@ -333,6 +333,11 @@ static void mismatches(const char *algo)
 		m.odd_op = RW_OP_MAX;
 		run_mismatch(algo, p, m);
 	}
+	m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
+	m.odd_dtype = RW_DTYPE_INT32; /* the same size, at no neighbour of rank 0 */
+	run_mismatch(algo, 4, m);
+	m.odd_dtype = RW_DTYPE_FLOAT16;
+	run_mismatch(algo, 4, m);
 }
 
 static void mismatched_collectives_fail_everywhere_ring(void **state)
@@ -344,6 +349,10 @@ static void mismatched_collectives_fail_everywhere_ring(void **state)
 	m.kind = m.odd_kind = RW_COLL_BROADCAST;
 	m.odd_root = 1;
 	run_mismatch("ring", 3, m);
+	m.odd_root = 0;
+	m.odd_count = 1000;
+	m.odd_dtype = RW_DTYPE_INT32;
+	run_mismatch("ring", 4, m);
 	m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
 	m.kind = m.odd_kind = RW_COLL_ALLGATHER;
 	m.odd_dtype = RW_DTYPE_INT32;
@@ -356,14 +365,8 @@ static void mismatched_collectives_fail_everywhere_ring(void **state)
 
 static void mismatched_collectives_fail_everywhere_ps(void **state)
 {
-	struct mismatch m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
-
 	(void)state;
 	mismatches("ps");
-	m.odd_dtype = RW_DTYPE_INT32; /* the same size, at no neighbour of rank 0 */
-	run_mismatch("ps", 4, m);
-	m.odd_dtype = RW_DTYPE_FLOAT16;
-	run_mismatch("ps", 4, m);
 }
 
 int main(void)
