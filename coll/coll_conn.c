@@ -15,7 +15,7 @@
 #include "common/rw_log.h"
 
 #define HELLO_MAGIC   0x4c485752u /* "RWHL" */
-#define HELLO_VERSION 1
+#define HELLO_VERSION 2		  /* 2: signatures (first data message, tokens, notices) */
 
 struct hello {
 	uint32_t magic;
