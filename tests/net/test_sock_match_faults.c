@@ -183,6 +183,11 @@ static void receiver_posts_and_checks_each_header(void **state)
 		{{RW_SOCK_MSG_MARKER, RW_SOCK_MSG_EAGER, 0, 5, 200, 0, 0},
 		 -EPROTO,
 		 "for buffer 0 of receive #0 (100 bytes)"},
+		/* a message announced as 1 TiB fails at once, not after the
+		 * timeout (this file runs with a 10-minute RINGWAY_TIMEOUT_MS) */
+		{{RW_SOCK_MSG_MARKER, RW_SOCK_MSG_STRIPED, 0, 5, 1ull << 40, 0, 0},
+		 -EPROTO,
+		 "for buffer 0 of receive #0 (100 bytes)"},
 		{{RW_SOCK_MSG_MARKER, RW_SOCK_MSG_TRUNC, 0, 5, 200, 0, 0},
 		 -EMSGSIZE,
 		 "the sender refused it"},
