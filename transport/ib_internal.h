@@ -403,6 +403,16 @@ void rw_ib_info_fill(const struct rw_ib_comm *c, uint64_t nonce, struct rw_ib_co
  *  else what is wrong with it. */
 const char *rw_ib_info_check(const struct rw_ib_comm *c, const struct rw_ib_conn_info *t,
 			     uint64_t nonce);
+/* The loopback QP iflush reads back through (after the data QPs). */
+#define RW_IB_FLUSH_QPI RW_IB_MAX_QPS
+
+/* ib_cq.c: the request slab and the comm's completions. */
+struct rw_ib_req *rw_ib_req_get(struct rw_ib_comm *c, enum rw_ib_req_kind kind);
+void rw_ib_req_put(struct rw_ib_comm *c, struct rw_ib_req *r);
+/** Take what the comm's CQ holds; a failed work request fails the comm. */
+void rw_ib_comm_poll(struct rw_ib_comm *c);
+const char *rw_ib_wr_kind_str(int kind);
+
 /**
  * Read CTS slot (RW_NET_MAX_RECVS entries, the peer writes them) for request
  * seq into e.  \return its entries (1..RW_NET_MAX_RECVS) when every one is
