@@ -23,7 +23,6 @@
  * go to helper j (sock_stream.c).  Sends complete once the kernel has all
  * their bytes.  No logging here but for errors, each reported once.
  */
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -301,10 +300,10 @@ static int tx_wait(struct rw_sock_comm *c, const struct rw_sock_rpost *p, size_t
 	tx->wait_last_ms = now;
 	last = RW_MAX(tx->wait_ms, atomic_load_explicit(&c->d->progress_ms, memory_order_relaxed));
 	if (now < last || now - last < (uint64_t)c->timeout_ms) {
+		/* no yield here: NCCL's proxy answers "not now" by progressing
+		 * its other sub-connections (as with ncclIbIsend); idle waiting
+		 * is test()'s business */
 		*req = NULL;
-		/* The caller polls: let the peer (on a small machine, perhaps
-		 * on this very core) post its receive meanwhile. */
-		sched_yield();
 		return 0;
 	}
 	if (!p)
