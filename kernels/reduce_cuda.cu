@@ -33,6 +33,7 @@
 extern "C" {
 #include "common/rw_log.h"
 }
+#include "gpu/rw_cuda.h"
 #include "kernels/reduce_internal.h"
 
 namespace {

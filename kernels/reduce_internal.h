@@ -48,11 +48,6 @@ struct rw_dev_fold {
 int rw_cuda_fold(const struct rw_dev_fold *f, enum rw_dtype dtype, enum rw_op op,
 		 void *stream);
 
-/* A cudaError_t as -errno: -ENODEV for a missing driver or GPU, -ENOMEM,
- * -EINVAL, -EAGAIN (not ready), -ENOTSUP, -EFAULT (bad address), else -EIO.
- * (rw_cuda.c; only built with CUDA.) */
-int rw_cuda_errno(int cuda_err);
-
 #ifdef __cplusplus
 }
 #endif

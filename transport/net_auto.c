@@ -32,11 +32,11 @@
 #include <unistd.h>
 
 #include "common/rw_log.h"
-#include "transport/ib.h"
+#include "transport/ib/ib.h"
 #include "transport/net_auto_proto.h"
 #include "transport/rw_net.h"
-#include "transport/shm.h"
-#include "transport/sock.h"
+#include "transport/shm/shm.h"
+#include "transport/socket/sock.h"
 
 #define AUTO_LISTEN_MAGIC 0x4c4f5541u /* open listener */
 #define AUTO_DEAD_MAGIC	  0x444f5541u /* closed: the shell waits for destroy */

@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "transport/shm_layout.h"
-#include "transport/sock_proto.h"
+#include "transport/shm/shm_layout.h"
+#include "transport/socket/sock_proto.h"
 
 #define RW_AUTO_VERSION	   1
 #define RW_AUTO_MAGIC	   0x4f545541u /* "AUTO" as a little-endian word */

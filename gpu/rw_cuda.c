@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The CUDA runtime helpers of rw_cuda.h (a build with CUDA). */
+#include "gpu/rw_cuda.h"
+
+#include <errno.h>
+
+#include <cuda_runtime_api.h>
+
+#include "common/rw_log.h"
+
+int rw_cuda_errno(int cuda_err)
+{
+	switch ((cudaError_t)cuda_err) {
+	case cudaSuccess:
+		return 0;
+	case cudaErrorNoDevice:
+	case cudaErrorInvalidDevice:
+	case cudaErrorInsufficientDriver:
+	case cudaErrorStubLibrary:
+	case cudaErrorCallRequiresNewerDriver:
+	case cudaErrorDevicesUnavailable:
+	case cudaErrorSystemDriverMismatch:
+	case cudaErrorCompatNotSupportedOnDevice:
+	case cudaErrorNoKernelImageForDevice:
+	case cudaErrorUnsupportedPtxVersion:
+	case cudaErrorInitializationError:
+		return -ENODEV;
+	case cudaErrorMemoryAllocation:
+		return -ENOMEM;
+	case cudaErrorInvalidValue:
+	case cudaErrorInvalidDevicePointer:
+	case cudaErrorInvalidResourceHandle:
+		return -EINVAL;
+	case cudaErrorNotReady:
+		return -EAGAIN;
+	case cudaErrorNotSupported:
+		return -ENOTSUP;
+	case cudaErrorIllegalAddress:
+	case cudaErrorMisalignedAddress:
+		return -EFAULT;
+	default:
+		return -EIO;
+	}
+}
+
+/* Log a failed call once, with CUDA's name and message, and map it. */
+#define RW_CUDA_FAIL(e, fmt, ...)                                                                  \
+	(RW_WARN(RW_LOG_INIT, fmt " failed: %s (%s)", __VA_ARGS__, cudaGetErrorString(e),          \
+		 cudaGetErrorName(e)),                                                             \
+	 rw_cuda_errno(e))
+
+int rw_cuda_device_count(int *count)
+{
+	int n = 0;
+	cudaError_t e = cudaGetDeviceCount(&n);
+
+	if (e != cudaSuccess || n < 1) {
+		(void)cudaGetLastError();
+		RW_LOG_ONCE(RW_LOG_INFO, RW_LOG_INIT, "cuda: no usable GPU: %s",
+			    e != cudaSuccess ? cudaGetErrorString(e) : "no device");
+		return -ENODEV;
+	}
+	*count = n;
+	return 0;
+}
+
+enum rw_mem_kind rw_cuda_mem_kind(const void *ptr)
+{
+	struct cudaPointerAttributes attr;
+
+	if (!ptr || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+		(void)cudaGetLastError(); /* no driver, or not CUDA's: host */
+		return RW_MEM_HOST;
+	}
+	switch (attr.type) {
+	case cudaMemoryTypeHost:
+		return RW_MEM_HOST_PINNED;
+	case cudaMemoryTypeDevice:
+		return RW_MEM_DEVICE;
+	case cudaMemoryTypeManaged:
+		return RW_MEM_MANAGED;
+	default:
+		return RW_MEM_HOST;
+	}
+}
+
+int rw_cuda_ptr_device(const void *ptr)
+{
+	struct cudaPointerAttributes attr;
+
+	if (!ptr || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+		(void)cudaGetLastError();
+		return -1;
+	}
+	if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+		return -1;
+	return attr.device;
+}
+
+int rw_cuda_set_device(int dev)
+{
+	cudaError_t e = cudaSetDevice(dev);
+
+	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaSetDevice(%d)", dev);
+}
+
+int rw_cuda_get_device(int *dev)
+{
+	int d;
+	cudaError_t e = cudaGetDevice(&d);
+
+	if (e != cudaSuccess)
+		return RW_CUDA_FAIL(e, "cudaGetDevice(%s)", "current");
+	*dev = d;
+	return 0;
+}
+
+int rw_cuda_malloc(void **ptr, size_t bytes)
+{
+	void *p = NULL;
+	cudaError_t e = cudaMalloc(&p, bytes);
+
+	if (e != cudaSuccess)
+		return RW_CUDA_FAIL(e, "cudaMalloc(bytes=%zu)", bytes);
+	*ptr = p;
+	return 0;
+}
+
+void rw_cuda_free(void *ptr)
+{
+	cudaError_t e;
+
+	if (!ptr)
+		return;
+	e = cudaFree(ptr);
+	if (e != cudaSuccess)
+		(void)RW_CUDA_FAIL(e, "cudaFree(%p)", ptr);
+}
+
+int rw_cuda_host_alloc(void **ptr, size_t bytes)
+{
+	void *p = NULL;
+	cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+
+	if (e != cudaSuccess)
+		return RW_CUDA_FAIL(e, "cudaHostAlloc(bytes=%zu)", bytes);
+	*ptr = p;
+	return 0;
+}
+
+void rw_cuda_host_free(void *ptr)
+{
+	cudaError_t e;
+
+	if (!ptr)
+		return;
+	e = cudaFreeHost(ptr);
+	if (e != cudaSuccess)
+		(void)RW_CUDA_FAIL(e, "cudaFreeHost(%p)", ptr);
+}
+
+/*
+ * cudaMemcpy from pageable memory and cudaMemset may return before the
+ * device has written the bytes, and the legacy stream they run on does not
+ * order the non-blocking streams the engine and the kernels use: a kernel
+ * launched right after could read what was there before (seen on an H200:
+ * a small host-to-device copy still landing after the reduction).  So the
+ * synchronous helpers wait for the legacy stream before they return.
+ */
+static cudaError_t legacy_stream_done(cudaError_t e)
+{
+	return e == cudaSuccess ? cudaStreamSynchronize(cudaStreamLegacy) : e;
+}
+
+int rw_cuda_memcpy(void *dst, const void *src, size_t bytes)
+{
+	cudaError_t e = legacy_stream_done(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+
+	return e == cudaSuccess
+		       ? 0
+		       : RW_CUDA_FAIL(e, "cudaMemcpy(dst=%p, src=%p, bytes=%zu)", dst, src, bytes);
+}
+
+int rw_cuda_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
+{
+	cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
+
+	return e == cudaSuccess
+		       ? 0
+		       : RW_CUDA_FAIL(e, "cudaMemcpyAsync(dst=%p, src=%p, bytes=%zu, stream=%p)",
+				      dst, src, bytes, stream);
+}
+
+int rw_cuda_memset(void *dst, int value, size_t bytes)
+{
+	cudaError_t e = legacy_stream_done(cudaMemset(dst, value, bytes));
+
+	return e == cudaSuccess ? 0
+				: RW_CUDA_FAIL(e, "cudaMemset(dst=%p, value=%d, bytes=%zu)", dst,
+					       value, bytes);
+}
+
+int rw_cuda_stream_create(void **stream)
+{
+	cudaStream_t s;
+	cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+
+	if (e != cudaSuccess)
+		return RW_CUDA_FAIL(e, "cudaStreamCreateWithFlags(%s)", "non-blocking");
+	*stream = s;
+	return 0;
+}
+
+void rw_cuda_stream_destroy(void *stream)
+{
+	cudaError_t e;
+
+	if (!stream)
+		return;
+	e = cudaStreamDestroy((cudaStream_t)stream);
+	if (e != cudaSuccess)
+		(void)RW_CUDA_FAIL(e, "cudaStreamDestroy(%p)", stream);
+}
+
+int rw_cuda_stream_sync(void *stream)
+{
+	cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+
+	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaStreamSynchronize(%p)", stream);
+}
+
+int rw_cuda_stream_query(void *stream)
+{
+	cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
+
+	if (e == cudaSuccess)
+		return 0;
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return -EAGAIN;
+	}
+	return RW_CUDA_FAIL(e, "cudaStreamQuery(%p)", stream);
+}
+
+int rw_cuda_event_create(void **event)
+{
+	cudaEvent_t ev;
+	cudaError_t e = cudaEventCreate(&ev);
+
+	if (e != cudaSuccess)
+		return RW_CUDA_FAIL(e, "cudaEventCreate(%s)", "default");
+	*event = ev;
+	return 0;
+}
+
+void rw_cuda_event_destroy(void *event)
+{
+	cudaError_t e;
+
+	if (!event)
+		return;
+	e = cudaEventDestroy((cudaEvent_t)event);
+	if (e != cudaSuccess)
+		(void)RW_CUDA_FAIL(e, "cudaEventDestroy(%p)", event);
+}
+
+int rw_cuda_event_record(void *event, void *stream)
+{
+	cudaError_t e = cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
+
+	return e == cudaSuccess
+		       ? 0
+		       : RW_CUDA_FAIL(e, "cudaEventRecord(event=%p, stream=%p)", event, stream);
+}
+
+int rw_cuda_event_query(void *event)
+{
+	cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+
+	if (e == cudaSuccess)
+		return 0;
+	if (e == cudaErrorNotReady) {
+		(void)cudaGetLastError();
+		return -EAGAIN;
+	}
+	return RW_CUDA_FAIL(e, "cudaEventQuery(%p)", event);
+}
+
+int rw_cuda_event_sync(void *event)
+{
+	cudaError_t e = cudaEventSynchronize((cudaEvent_t)event);
+
+	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaEventSynchronize(%p)", event);
+}
+
+int rw_cuda_event_elapsed_ms(void *start, void *end, float *ms)
+{
+	float t;
+	cudaError_t e = cudaEventElapsedTime(&t, (cudaEvent_t)start, (cudaEvent_t)end);
+
+	if (e != cudaSuccess)
+		return RW_CUDA_FAIL(e, "cudaEventElapsedTime(start=%p, end=%p)", start, end);
+	*ms = t;
+	return 0;
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The ib transport instance: create and destroy, the ops table, devices and
+ * properties, and the TCP address the connection set-up uses.
+ */
+#define _GNU_SOURCE
+#include "transport/ib/ib_internal.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "transport/socket/sock.h"
+
+void rw_ib_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+uint64_t rw_ib_random64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		v = rw_now_ns() ^ ((uint64_t)getpid() << 32);
+	return v ? v : 1;
+}
+
+/*
+ * The address the set-up listens on: the first interface the socket
+ * transport's rules pick (RINGWAY_SOCKET_IFNAME, RINGWAY_SOCKET_FAMILY), as
+ * NCCL's IB transport uses NCCL_SOCKET_IFNAME for its handshake.
+ */
+static int boot_addr(struct rw_ib_net *net, char *why, size_t len)
+{
+	const struct rw_config *cfg = &net->base.cfg;
+	struct rw_sock_ifaddr *in, out;
+	struct ifaddrs *ifa, *i;
+	size_t nin = 0, nout = 0, cap = 0;
+
+	if (getifaddrs(&ifa)) {
+		snprintf(why, len, "getifaddrs: %s", strerror(errno));
+		return -errno;
+	}
+	for (i = ifa; i; i = i->ifa_next)
+		cap++;
+	in = calloc(cap ? cap : 1, sizeof(*in));
+	if (!in) {
+		freeifaddrs(ifa);
+		return -ENOMEM;
+	}
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) ||
+		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		snprintf(in[nin].name, sizeof(in[nin].name), "%s", i->ifa_name);
+		memcpy(&in[nin].addr, i->ifa_addr,
+		       i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6));
+		nin++;
+	}
+	freeifaddrs(ifa);
+	rw_sock_if_select(cfg->socket_ifname, cfg->socket_family, in, nin, &out, 1, &nout, NULL);
+	free(in);
+	if (nout == 0) {
+		snprintf(why, len,
+			 "no interface for the connection set-up (RINGWAY_SOCKET_IFNAME='%s')",
+			 cfg->socket_ifname);
+		return -ENODEV;
+	}
+	net->boot = out.addr;
+	if (net->boot.ss_family == AF_INET)
+		((struct sockaddr_in *)&net->boot)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)&net->boot)->sin6_port = 0;
+	rw_ib_addr_str(&net->boot, net->boot_str, sizeof(net->boot_str));
+	*strrchr(net->boot_str, ':') = '\0'; /* no port yet: the address alone */
+	return 0;
+}
+
+/* 4.096 us x 2^t x (retry_cnt + 1) within half of RINGWAY_TIMEOUT_MS. */
+static uint8_t auto_ib_timeout(int64_t timeout_ms, int retry_cnt)
+{
+	uint8_t t = 8;
+
+	while (t < 20 && 4.096e-3 * (double)(1u << (t + 1)) * (retry_cnt + 1) <= timeout_ms / 2.0)
+		t++;
+	return t;
+}
+
+static int ib_devices(struct rw_net *base, int *ndev)
+{
+	if (!ndev)
+		return -EINVAL;
+	*ndev = rw_ib_net_from(base)->ndev;
+	return 0;
+}
+
+static int ib_get_properties(struct rw_net *base, int dev, struct rw_net_props *props)
+{
+	struct rw_ib_net *net = rw_ib_net_from(base);
+
+	if (!props || dev < 0 || dev >= net->ndev)
+		return -EINVAL;
+	rw_ib_dev_props(&net->devs[dev], props);
+	props->vdev_devs[0] = dev;
+	return 0;
+}
+
+static void ib_destroy(struct rw_net *base)
+{
+	struct rw_ib_net *net = rw_ib_net_from(base);
+
+	rw_ib_conn_destroy_all(net);
+	rw_ib_devs_close(net);
+	rw_ibv_unload(&net->v);
+	pthread_mutex_destroy(&net->lock);
+	free(net);
+	rw_ib_live_add(RW_IB_LIVE_NETS, -1);
+}
+
+/* Sorted in the order of struct rw_net_ops (the NCCL net ABI). */
+static const struct rw_net_ops ib_ops = {
+	.name = "ib",
+	.devices = ib_devices,
+	.get_properties = ib_get_properties,
+	.listen = rw_ib_listen,
+	.connect = rw_ib_connect,
+	.accept = rw_ib_accept,
+	.reg_mr = rw_ib_reg_mr,
+	.reg_mr_dmabuf = rw_ib_reg_mr_dmabuf,
+	.dereg_mr = rw_ib_dereg_mr,
+	.isend = rw_ib_isend,
+	.irecv = rw_ib_irecv,
+	.iflush = rw_ib_iflush,
+	.test = rw_ib_test,
+	.close_send = rw_ib_close_send,
+	.close_recv = rw_ib_close_recv,
+	.close_listen = rw_ib_close_listen,
+	.destroy = ib_destroy,
+};
+
+int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why, size_t why_len)
+{
+	struct rw_ib_net *net;
+	char buf[768] = "";
+	int rc;
+
+	if (!cfg || !out)
+		return -EINVAL;
+	net = calloc(1, sizeof(*net));
+	if (!net)
+		return -ENOMEM;
+	net->base.ops = &ib_ops;
+	net->base.cfg = *cfg;
+	pthread_mutex_init(&net->lock, NULL);
+	rw_ib_list_init(&net->listeners);
+	rw_ib_list_init(&net->dead_listeners);
+	rw_ib_list_init(&net->comms);
+	rw_ib_list_init(&net->dead_comms);
+	rw_ib_list_init(&net->connecting);
+	net->nqps = (int)cfg->ib_qps_per_conn;
+	net->retry_cnt = (uint8_t)cfg->ib_retry_cnt;
+	net->ib_timeout = cfg->ib_timeout ? (uint8_t)cfg->ib_timeout
+					  : auto_ib_timeout(cfg->timeout_ms, net->retry_cnt);
+	net->tc = (uint8_t)cfg->ib_tc;
+	net->sl = (uint8_t)cfg->ib_sl;
+	rw_ib_live_add(RW_IB_LIVE_NETS, 1);
+
+	rc = rw_ibv_load(cfg->ibverbs_lib, &net->v, buf, sizeof(buf));
+	if (rc)
+		goto err_free;
+	rc = boot_addr(net, buf, sizeof(buf));
+	if (rc)
+		goto err_unload;
+	rc = rw_ib_devs_open(net, buf, sizeof(buf));
+	if (rc)
+		goto err_unload;
+	RW_INFO(RW_LOG_INIT | RW_LOG_NET,
+		"NET/IB: %d device(s) from %s, %d QP(s) per connection, timeout %u "
+		"(%.0f ms per try), retry count %u, traffic class %u, service level %u, "
+		"set-up over %s",
+		net->ndev, net->v.path, net->nqps, net->ib_timeout,
+		4.096e-3 * (double)(1u << net->ib_timeout), net->retry_cnt, net->tc, net->sl,
+		net->boot_str);
+	*out = &net->base;
+	return 0;
+
+err_unload:
+	rw_ibv_unload(&net->v);
+err_free:
+	pthread_mutex_destroy(&net->lock);
+	free(net);
+	rw_ib_live_add(RW_IB_LIVE_NETS, -1);
+	if (why && why_len)
+		snprintf(why, why_len, "%s", buf);
+	return rc;
+}
+
+int rw_ib_create(const struct rw_config *cfg, struct rw_net **out)
+{
+	char why[768] = "";
+	int rc = rw_ib_create_why(cfg, out, why, sizeof(why));
+
+	if (rc)
+		RW_WARN(RW_LOG_INIT | RW_LOG_NET, "NET/IB: the ib transport is unusable: %s", why);
+	return rc;
+}

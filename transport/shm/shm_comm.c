@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Comms of the same-host transport: life cycle, the request pool,
+ * registrations, test, flush and close.  The progress of each direction is
+ * in shm_tx.c and shm_rx.c.
+ */
+#include "transport/shm/shm_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rw_log.h"
+#include "gpu/rw_cuda.h"
+#include "gpu/rw_cuda_ipc.h"
+
+/* --- life cycle ------------------------------------------------------------ */
+
+int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **out)
+{
+	/* A full graveyard gives its oldest shell: closed comms cost no more
+	 * than RW_SHM_MAX_SHELLS shells however many come and go. */
+	struct rw_shm_comm *c = rw_shm_unbury_comm(net);
+
+	if (c) {
+		pthread_mutex_destroy(&c->mr_lock);
+		memset(c, 0, sizeof(*c));
+	} else {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+	}
+	c->base.net = &net->base;
+	c->magic = is_send ? RW_SHM_SEND_MAGIC : RW_SHM_RECV_MAGIC;
+	c->is_send = is_send;
+	c->link.kind = RW_SHM_SHELL_COMM;
+	c->d.ctl_fd = -1;
+	c->d.seg_fd = -1;
+	c->d.pidfd = -1;
+	c->d.cur_idx = -1;
+	snprintf(c->peer, sizeof(c->peer), "an unconnected peer");
+	pthread_mutex_init(&c->mr_lock, NULL);
+	rw_shm_live_add(RW_SHM_LIVE_COMMS, 1);
+	*out = c;
+	return 0;
+}
+
+static void cuda_release(struct rw_shm_data *d)
+{
+	struct rw_shm_ipc_cache *e, *next;
+
+	if (d->stream)
+		rw_cuda_stream_sync(d->stream); /* no copy may outlive what we free */
+	if (d->event)
+		rw_cuda_event_destroy(d->event);
+	if (d->stream)
+		rw_cuda_stream_destroy(d->stream);
+	for (e = d->ipc; e; e = next) {
+		next = e->next;
+		rw_cuda_ipc_close(e->base);
+		free(e);
+	}
+}
+
+void rw_shm_comm_close(struct rw_shm_comm *c)
+{
+	struct rw_shm_data *d = &c->d;
+	struct rw_shm_mr *m, *next;
+
+	if (d->seg) {
+		/* tell the peer, which fails what it still waits for */
+		if (c->is_send) {
+			__atomic_store_n(&d->seg->tx.closed, 1, __ATOMIC_RELEASE);
+		} else {
+			if (d->rx == RW_SHM_RX_CMA)
+				rw_shm_cma_job_retire(c); /* no write into our buffers after this */
+			__atomic_store_n(&d->seg->rx.closed, 1, __ATOMIC_RELEASE);
+		}
+		rw_shm_ring(c);
+	}
+	cuda_release(d);
+	free(d->bounce);
+	rw_shm_live_add(RW_SHM_LIVE_REQS, -d->nreqs);
+	for (size_t i = 0; i < RW_ARRAY_SIZE(d->slabs); i++)
+		free(d->slabs[i]);
+	rw_shm_unmap(d->peer_db, RW_SHM_DB_BYTES);
+	rw_shm_unmap(d->seg, d->seg_bytes);
+	rw_shm_close_fd(&d->ctl_fd);
+	rw_shm_close_fd(&d->seg_fd);
+	rw_shm_close_fd(&d->pidfd);
+	memset(d, 0, sizeof(*d));
+	pthread_mutex_lock(&c->mr_lock);
+	for (m = c->mrs; m; m = next) {
+		next = m->next;
+		m->magic = 0;
+		free(m);
+		rw_shm_live_add(RW_SHM_LIVE_MRS, -1);
+	}
+	c->mrs = NULL;
+	pthread_mutex_unlock(&c->mr_lock);
+	c->magic = RW_SHM_DEAD_MAGIC;
+	rw_shm_live_add(RW_SHM_LIVE_COMMS, -1);
+	rw_shm_bury(rw_shm_comm_net(c), &c->link);
+}
+
+int rw_shm_comm_check(struct rw_net_comm *comm, uint32_t magic, const char *call,
+		      struct rw_shm_comm **out)
+{
+	struct rw_shm_comm *c;
+
+	if (!comm)
+		return -EINVAL;
+	c = rw_shm_comm_from(comm);
+	if (c->magic == magic ||
+	    (!magic && (c->magic == RW_SHM_SEND_MAGIC || c->magic == RW_SHM_RECV_MAGIC))) {
+		*out = c;
+		return 0;
+	}
+	if (c->magic == RW_SHM_DEAD_MAGIC) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on a closed comm (peer %s)", call,
+			c->peer);
+		return -EBADF;
+	}
+	RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on %s", call,
+		c->magic == RW_SHM_SEND_MAGIC || c->magic == RW_SHM_RECV_MAGIC
+			? "a comm of the other direction"
+			: "a foreign object");
+	return -EINVAL;
+}
+
+/* Sender: the first message not complete here (every earlier one was
+ * published whole, and acked when the receiver copies it from us). */
+static uint64_t first_incomplete(const struct rw_shm_comm *c)
+{
+	uint64_t seq = c->d.next_seq;
+
+	for (const struct rw_shm_req *r = c->d.q_head; r; r = r->next)
+		seq = RW_MIN(seq, r->seq);
+	return seq;
+}
+
+void rw_shm_conn_fail(struct rw_shm_comm *c, int rc, const char *why)
+{
+	struct rw_shm_seg *seg = c->d.seg;
+
+	if (c->fail)
+		return;
+	if (why && !c->fail_logged)
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s %s: %s (%s)",
+			c->is_send ? "send comm to" : "receive comm from", c->peer, why,
+			strerror(-rc));
+	c->fail_logged = true;
+	if (!seg) {
+		c->fail = rc;
+		return;
+	}
+	/* tell the peer, which fails too (shm_layout.h, "Failure") */
+	if (c->is_send) {
+		__atomic_store_n(&seg->tx.failed_seq, first_incomplete(c), __ATOMIC_RELAXED);
+		__atomic_store_n(&seg->tx.failed, rc, __ATOMIC_RELEASE);
+	} else {
+		if (c->d.rx == RW_SHM_RX_CMA)
+			rw_shm_cma_job_retire(c); /* no write into our buffers after this */
+		__atomic_store_n(&seg->rx.failed, rc, __ATOMIC_RELEASE);
+	}
+	c->fail = rc;
+	rw_shm_ring(c);
+}
+
+void rw_shm_comm_moved(struct rw_shm_comm *c, uint64_t now)
+{
+	struct rw_shm_net *net = rw_shm_comm_net(c);
+
+	c->progress_ns = now;
+	__atomic_store_n(&net->last_progress_ns, now, __ATOMIC_RELAXED);
+}
+
+/* --- requests -------------------------------------------------------------- */
+
+struct rw_shm_req *rw_shm_req_get(struct rw_shm_comm *c, enum rw_shm_req_kind kind)
+{
+	struct rw_shm_data *d = &c->d;
+
+	if (d->nreqs >= RW_SHM_MAX_REQS)
+		return NULL;
+	for (size_t s = 0; s < RW_ARRAY_SIZE(d->slabs); s++) {
+		if (!d->slabs[s]) {
+			d->slabs[s] = calloc(RW_SHM_SLAB_REQS, sizeof(struct rw_shm_req));
+			if (!d->slabs[s])
+				return NULL;
+			for (int i = 0; i < RW_SHM_SLAB_REQS; i++) {
+				d->slabs[s][i].base.comm = &c->base;
+				d->slabs[s][i].magic = RW_SHM_REQ_MAGIC;
+			}
+		}
+		for (int i = 0; i < RW_SHM_SLAB_REQS; i++) {
+			struct rw_shm_req *r = &d->slabs[s][i];
+
+			if (r->kind != RW_SHM_REQ_FREE)
+				continue;
+			memset((char *)r + offsetof(struct rw_shm_req, kind), 0,
+			       sizeof(*r) - offsetof(struct rw_shm_req, kind));
+			r->kind = kind;
+			d->nreqs++;
+			rw_shm_live_add(RW_SHM_LIVE_REQS, 1);
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static void req_put(struct rw_shm_comm *c, struct rw_shm_req *r)
+{
+	r->kind = RW_SHM_REQ_FREE;
+	c->d.nreqs--;
+	rw_shm_live_add(RW_SHM_LIVE_REQS, -1);
+}
+
+void rw_shm_queue_push(struct rw_shm_comm *c, struct rw_shm_req *r)
+{
+	r->next = NULL;
+	if (c->d.q_tail)
+		c->d.q_tail->next = r;
+	else
+		c->d.q_head = r;
+	c->d.q_tail = r;
+}
+
+void rw_shm_queue_remove(struct rw_shm_comm *c, struct rw_shm_req *r)
+{
+	struct rw_shm_req **pp = &c->d.q_head, *prev = NULL;
+
+	while (*pp && *pp != r) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (!*pp)
+		return;
+	*pp = r->next;
+	if (c->d.q_tail == r)
+		c->d.q_tail = prev;
+	r->next = NULL;
+}
+
+/* --- registrations -------------------------------------------------------- */
+
+int rw_shm_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
+		  struct rw_net_mr **mr)
+{
+	struct rw_shm_comm *c;
+	struct rw_shm_mr *m;
+	int rc = rw_shm_comm_check(comm, 0, "regMr", &c);
+
+	if (rc)
+		return rc;
+	if (!mr || (type != RW_PTR_HOST && type != RW_PTR_CUDA) || (size && !data)) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: regMr(%p, %zu bytes, type %d) on the comm of %s: "
+			"bad arguments (type must be host or CUDA)",
+			data, size, type, c->peer);
+		return -EINVAL;
+	}
+	if (type == RW_PTR_CUDA && !rw_shm_comm_net(c)->cuda) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: regMr(%p, %zu bytes) of CUDA memory, but this process has no GPU",
+			data, size);
+		return -ENOTSUP;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->base.comm = comm;
+	m->magic = RW_SHM_MR_MAGIC;
+	m->addr = data;
+	m->size = size;
+	m->type = type;
+	if (type == RW_PTR_CUDA && c->is_send) {
+		struct rw_cuda_ipc_handle h;
+
+		static_assert(sizeof(h.bytes) == sizeof(m->ipc), "IPC handle size");
+		rc = rw_cuda_ipc_export(data, size, &h, &m->ipc_offset);
+		if (rc) {
+			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+				"shm: regMr(%p, %zu bytes) for %s: cannot export it by CUDA IPC: "
+				"%s",
+				data, size, c->peer, strerror(-rc));
+			free(m);
+			return rc;
+		}
+		memcpy(m->ipc, h.bytes, sizeof(m->ipc));
+		m->exported = true;
+	}
+	pthread_mutex_lock(&c->mr_lock);
+	m->next = c->mrs;
+	c->mrs = m;
+	pthread_mutex_unlock(&c->mr_lock);
+	rw_shm_live_add(RW_SHM_LIVE_MRS, 1);
+	*mr = &m->base;
+	return 0;
+}
+
+/* A dma-buf registration (the auto composite advertises dma-buf when its
+ * network transport can): shm moves device memory by CUDA IPC, which needs
+ * only the pointer, so the fd and offset are not used. */
+int rw_shm_reg_mr_dmabuf(struct rw_net_comm *comm, void *data, size_t size, int type,
+			 uint64_t offset, int fd, struct rw_net_mr **mr)
+{
+	(void)offset, (void)fd;
+	if (type != RW_PTR_CUDA) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: regMrDmaBuf(%p, %zu bytes, type %d): only device memory comes as "
+			"a dma-buf",
+			data, size, type);
+		return -EINVAL;
+	}
+	return rw_shm_reg_mr(comm, data, size, type, mr);
+}
+
+int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
+{
+	struct rw_shm_comm *c = comm ? rw_shm_comm_from(comm) : NULL;
+	struct rw_shm_mr *m = mr ? rw_shm_mr_from(mr) : NULL, **pp;
+
+	bool found = false;
+
+	if (!c || !m || (c->magic != RW_SHM_SEND_MAGIC && c->magic != RW_SHM_RECV_MAGIC)) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: deregMr(comm=%p, %p): not an open comm",
+			(void *)comm, (void *)mr);
+		return c && c->magic == RW_SHM_DEAD_MAGIC ? -EBADF : -EINVAL;
+	}
+	/* Look m up by address before reading it: a second deregMr must not
+	 * touch the registration the first one freed. */
+	pthread_mutex_lock(&c->mr_lock);
+	for (pp = &c->mrs; *pp && *pp != m; pp = &(*pp)->next)
+		;
+	if (*pp) {
+		*pp = m->next;
+		found = true;
+	}
+	pthread_mutex_unlock(&c->mr_lock);
+	if (!found || m->magic != RW_SHM_MR_MAGIC) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: deregMr(%p) from %s: not registered on this comm (deregistered "
+			"already?)",
+			(void *)mr, c->peer);
+		return -EINVAL;
+	}
+	m->magic = 0;
+	free(m);
+	rw_shm_live_add(RW_SHM_LIVE_MRS, -1);
+	return 0;
+}
+
+int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
+		  struct rw_net_mr **mrs, struct rw_net_req **req)
+{
+	struct rw_shm_comm *c;
+	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, "iflush", &c);
+
+	if (rc)
+		return rc;
+	if (!req || n < 1 || n > RW_NET_MAX_RECVS || !data || !sizes || !mrs) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: iflush(n=%d) from %s: bad arguments", n,
+			c->peer);
+		return -EINVAL;
+	}
+	/* Host copies are done when the receive completes, and a CUDA copy's
+	 * event has completed before it does: nothing is left to flush. */
+	*req = NULL;
+	return 0;
+}
+
+/* --- test --------------------------------------------------------------- */
+
+static int progress(struct rw_shm_comm *c, uint64_t now)
+{
+	return c->is_send ? rw_shm_tx_progress(c, now) : rw_shm_rx_progress(c, now);
+}
+
+int rw_shm_test(struct rw_net_req *base, int *done, size_t *sizes)
+{
+	struct rw_shm_comm *c;
+	struct rw_shm_req *r;
+	uint64_t now;
+	int rc;
+
+	if (!base || !done)
+		return -EINVAL;
+	r = rw_shm_req_from(base);
+	if (r->magic != RW_SHM_REQ_MAGIC || r->kind == RW_SHM_REQ_FREE) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: test on %s request %p",
+			r->magic == RW_SHM_REQ_MAGIC ? "a completed" : "a foreign", (void *)base);
+		return r->magic == RW_SHM_REQ_MAGIC ? -EBADF : -EINVAL;
+	}
+	c = rw_shm_comm_from(base->comm);
+	now = rw_now_ns();
+	if (!r->done && !progress(c, now) && !r->done && !c->fail &&
+	    rw_shm_check_peer(c, now, r->posted_ns, c->is_send ? "a send" : "a receive") == 0) {
+		rw_shm_idle(c, now);
+		progress(c, rw_now_ns());
+	}
+	if (!r->done && c->fail) {
+		r->err = c->fail;
+		r->done = true;
+		rw_shm_queue_remove(c, r);
+		if (c->d.cur_req == r) {
+			c->d.cur_req = NULL; /* the connection is dead: no more copies */
+			c->d.rx = RW_SHM_RX_IDLE;
+		}
+	}
+	if (!r->done) {
+		*done = 0;
+		return 0;
+	}
+	rc = r->err;
+	if (rc == 0) {
+		*done = 1;
+		if (sizes && r->kind == RW_SHM_REQ_SEND)
+			sizes[0] = r->size;
+		for (int i = 0; sizes && r->kind == RW_SHM_REQ_RECV && i < r->n; i++)
+			sizes[i] = r->buf[i].got;
+	}
+	req_put(c, r);
+	return rc;
+}
+
+/* --- close --------------------------------------------------------------- */
+
+int rw_shm_close_send(struct rw_net_comm *comm)
+{
+	struct rw_shm_comm *c;
+	int rc = rw_shm_comm_check(comm, RW_SHM_SEND_MAGIC, "closeSend", &c);
+
+	if (rc)
+		return rc;
+	rw_shm_comm_close(c);
+	return 0;
+}
+
+int rw_shm_close_recv(struct rw_net_comm *comm)
+{
+	struct rw_shm_comm *c;
+	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, "closeRecv", &c);
+
+	if (rc)
+		return rc;
+	rw_shm_comm_close(c);
+	return 0;
+}

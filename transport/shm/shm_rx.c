@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The receiver's side of a connection.  Messages are taken from the ring in
+ * order; each goes to the oldest posted receive that has an unfilled buffer,
+ * to its buffer with the message's tag: the sender matched it the same way
+ * before it published it (shm_tx.c), so a message that matches no buffer,
+ * or does not fit its buffer, is a protocol error that fails the comm.
+ * Every message is acked, in order, once its bytes are in place.  When the
+ * sender failed its comm, the messages it completed are still taken, then
+ * this comm fails too.
+ */
+#include "transport/shm/shm_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rw_log.h"
+#include "gpu/rw_cuda.h"
+#include "gpu/rw_cuda_ipc.h"
+
+#define RX_BUDGET_BYTES (8u << 20) /* most bytes one progress call copies */
+
+static uint32_t payload_bytes(const struct rw_shm_comm *c)
+{
+	return c->d.slot_bytes - RW_SHM_SLOT_HDR_BYTES;
+}
+
+static int proto_error(struct rw_shm_comm *c, const char *what, const struct rw_shm_slot *s)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why),
+		 "%s (slot %llu: kind %u, message %llu, offset %llu, %u of %llu bytes; expected "
+		 "message %llu)",
+		 what, (unsigned long long)c->d.head, s->kind, (unsigned long long)s->seq,
+		 (unsigned long long)s->offset, s->len, (unsigned long long)s->size,
+		 (unsigned long long)c->d.rx_seq);
+	rw_shm_conn_fail(c, -EPROTO, why);
+	return -EPROTO;
+}
+
+/* Give a consumed slot back to the sender at once (it may be waiting). */
+static void consume_slot(struct rw_shm_comm *c)
+{
+	c->d.head++;
+	__atomic_store_n(&c->d.seg->rx.head, c->d.head, __ATOMIC_RELEASE);
+}
+
+/* The current message is complete (or failed): settle its receive, ack. */
+static void finish_message(struct rw_shm_comm *c)
+{
+	struct rw_shm_req *r = c->d.cur_req;
+	int st = c->d.cur_err;
+
+	if (c->d.cur_idx >= 0)
+		r->buf[c->d.cur_idx].got = st ? 0 : c->d.cur_size;
+	if (st && !r->err)
+		r->err = st;
+	if (++r->nfinished == r->n) {
+		r->done = true;
+		rw_shm_queue_remove(c, r);
+	}
+	c->d.seg->ack[c->d.cur_seq % RW_SHM_ACK_RING] = st;
+	c->d.acked++;
+	__atomic_store_n(&c->d.seg->rx.acked, c->d.acked, __ATOMIC_RELEASE);
+	c->d.rx = RW_SHM_RX_IDLE;
+	c->d.cur_req = NULL;
+	c->d.rx_seq++;
+	if (st) { /* an error is final */
+		char why[96];
+
+		snprintf(why, sizeof(why), "message %llu (%llu bytes) could not be copied",
+			 (unsigned long long)c->d.cur_seq, (unsigned long long)c->d.cur_size);
+		rw_shm_conn_fail(c, st, why);
+	}
+}
+
+/* Copy into a receive buffer, host or device. */
+static int copy_in(struct rw_shm_rbuf *b, uint64_t off, const void *src, size_t len)
+{
+	if (!len)
+		return 0;
+	if (b->type == RW_PTR_CUDA)
+		return rw_cuda_memcpy(b->data + off, src, len);
+	memcpy(b->data + off, src, len);
+	return 0;
+}
+
+/* The oldest receive still owed a message, or NULL. */
+static struct rw_shm_req *oldest_receive(struct rw_shm_comm *c)
+{
+	for (struct rw_shm_req *r = c->d.q_head; r; r = r->next) {
+		if (r->nmatched < r->n)
+			return r;
+	}
+	return NULL;
+}
+
+/* The buffer of r that takes a message with tag, or -1. */
+static int match_tag(const struct rw_shm_req *r, int tag)
+{
+	for (int i = 0; i < r->n; i++) {
+		if (!r->buf[i].matched && r->buf[i].tag == tag)
+			return i;
+	}
+	return -1;
+}
+
+static void tags_str(const struct rw_shm_req *r, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < r->n && used < len; i++) {
+		int w = snprintf(buf + used, len - used, "%s%d", i ? "," : "", r->buf[i].tag);
+
+		used += w > 0 ? (size_t)w : 0;
+	}
+}
+
+/* One fragment of the current message, in the slot at head. */
+static int take_fragment(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
+{
+	struct rw_shm_slot h = *slot; /* the peer could rewrite the slot */
+	int rc;
+
+	if (h.kind != RW_SHM_SLOT_FRAG || h.seq != c->d.cur_seq || h.offset != c->d.cur_off ||
+	    h.len == 0 || h.len > payload_bytes(c) || h.offset + h.len > c->d.cur_size)
+		return proto_error(c, "fragment out of order", &h);
+	if (!c->d.cur_err) {
+		rc = copy_in(&c->d.cur_req->buf[c->d.cur_idx], h.offset,
+			     rw_shm_slot_payload((struct rw_shm_slot *)slot), h.len);
+		if (rc)
+			c->d.cur_err = rc;
+	}
+	c->d.cur_off += h.len;
+	consume_slot(c);
+	if (c->d.cur_off == c->d.cur_size)
+		finish_message(c);
+	return (int)h.len;
+}
+
+static int ipc_lookup(struct rw_shm_comm *c, const struct rw_shm_cuda_desc *d,
+		      struct rw_shm_ipc_cache **out)
+{
+	struct rw_shm_ipc_cache *e;
+	struct rw_cuda_ipc_handle h;
+	int rc;
+
+	for (e = c->d.ipc; e; e = e->next) {
+		if (memcmp(e->handle, d->handle, sizeof(e->handle)) == 0) {
+			*out = e;
+			return 0;
+		}
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	memcpy(h.bytes, d->handle, sizeof(h.bytes));
+	rc = rw_cuda_ipc_open(&h, (void **)&e->base, &e->size);
+	if (rc) {
+		free(e);
+		return rc;
+	}
+	memcpy(e->handle, d->handle, sizeof(e->handle));
+	e->next = c->d.ipc;
+	c->d.ipc = e;
+	*out = e;
+	return 0;
+}
+
+/* Start a CUDA IPC copy of the current message.  0, or -errno (message fails). */
+static int start_cuda(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
+{
+	struct rw_shm_rbuf *b = &c->d.cur_req->buf[c->d.cur_idx];
+	struct rw_shm_cuda_desc d;
+	struct rw_shm_ipc_cache *e;
+	int rc;
+
+	memcpy(&d, rw_shm_slot_payload((struct rw_shm_slot *)slot), sizeof(d));
+	rc = ipc_lookup(c, &d, &e);
+	if (rc == 0 && (d.offset > e->size || c->d.cur_size > e->size - d.offset)) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: message %llu from %s: %llu bytes at offset %llu leave the %zu-byte "
+			"CUDA allocation",
+			(unsigned long long)c->d.cur_seq, c->peer,
+			(unsigned long long)c->d.cur_size, (unsigned long long)d.offset, e->size);
+		rc = -EPROTO;
+	}
+	if (rc == 0 && !c->d.stream)
+		rc = rw_cuda_stream_create(&c->d.stream);
+	if (rc == 0 && !c->d.event)
+		rc = rw_cuda_event_create(&c->d.event);
+	if (rc == 0)
+		rc = rw_cuda_memcpy_async(b->data, e->base + d.offset, (size_t)c->d.cur_size,
+					  c->d.stream);
+	if (rc == 0)
+		rc = rw_cuda_event_record(c->d.event, c->d.stream);
+	if (rc)
+		return rc;
+	c->d.rx = RW_SHM_RX_CUDA;
+	return 0;
+}
+
+/* Start a CMA job of the current message.  0, or -errno (message fails). */
+static int start_cma(struct rw_shm_comm *c, const struct rw_shm_slot *h)
+{
+	struct rw_shm_rbuf *b = &c->d.cur_req->buf[c->d.cur_idx];
+	bool device = b->type == RW_PTR_CUDA;
+
+	if (!c->d.cma)
+		return -EPROTO; /* we never told the sender it could */
+	if (device && !c->d.bounce) {
+		c->d.bounce = malloc(RW_SHM_CMA_CHUNK);
+		if (!c->d.bounce)
+			return -ENOMEM;
+	}
+	rw_shm_cma_job_start(c, h->seq, h->addr, b->data, h->size, !device);
+	c->d.rx = RW_SHM_RX_CMA;
+	return 0;
+}
+
+/*
+ * The slot at head starts a message.  \return bytes taken (> 0, or 1 for a
+ * descriptor), 0 when no receive is posted for it yet, or -EPROTO.
+ */
+static int start_message(struct rw_shm_comm *c)
+{
+	struct rw_shm_slot *slot = rw_shm_slot_at(c, c->d.head);
+	struct rw_shm_slot h = *slot;
+	struct rw_shm_rbuf *b = NULL;
+	struct rw_shm_req *r;
+	char tags[96];
+	int idx, rc = 0;
+
+	if (h.seq != c->d.rx_seq)
+		return proto_error(c, "message out of order", &h);
+	r = oldest_receive(c);
+	if (!r)
+		return 0;
+	idx = match_tag(r, h.tag);
+	if (idx < 0) {
+		char why[200];
+
+		tags_str(r, tags, sizeof(tags));
+		snprintf(why, sizeof(why),
+			 "message %llu of %llu bytes with tag %d matches no free buffer of the "
+			 "oldest receive (tags %s): the sender broke the matching rule",
+			 (unsigned long long)h.seq, (unsigned long long)h.size, h.tag, tags);
+		rw_shm_conn_fail(c, -EPROTO, why);
+		return -EPROTO;
+	}
+	b = &r->buf[idx];
+	if (h.size > b->cap) {
+		char why[200];
+
+		snprintf(why, sizeof(why),
+			 "message %llu of %llu bytes with tag %d does not fit buffer %d (%zu "
+			 "bytes)",
+			 (unsigned long long)h.seq, (unsigned long long)h.size, h.tag, idx, b->cap);
+		rw_shm_conn_fail(c, -EMSGSIZE, why);
+		return -EMSGSIZE;
+	}
+	r->nmatched++;
+	b->matched = true;
+	c->d.cur_req = r;
+	c->d.cur_idx = idx;
+	c->d.cur_seq = h.seq;
+	c->d.cur_size = h.size;
+	c->d.cur_off = 0;
+	c->d.cur_err = 0;
+	switch (h.kind) {
+	case RW_SHM_SLOT_INLINE:
+		if (h.len != h.size || h.len > payload_bytes(c))
+			return proto_error(c, "bad inline message", &h);
+		if (!c->d.cur_err)
+			c->d.cur_err = copy_in(b, 0, rw_shm_slot_payload(slot), h.len);
+		consume_slot(c);
+		finish_message(c);
+		return (int)RW_MAX(h.len, 1u);
+	case RW_SHM_SLOT_FRAG:
+		if (h.offset != 0 || h.size <= payload_bytes(c))
+			return proto_error(c, "bad first fragment", &h);
+		c->d.rx = RW_SHM_RX_FRAG;
+		return take_fragment(c, slot);
+	case RW_SHM_SLOT_CMA:
+		consume_slot(c);
+		if (!c->d.cur_err && h.size)
+			rc = start_cma(c, &h);
+		break;
+	case RW_SHM_SLOT_CUDA:
+		if (h.len != sizeof(struct rw_shm_cuda_desc))
+			return proto_error(c, "bad CUDA descriptor", &h);
+		if (!c->d.cur_err && h.size)
+			rc = start_cuda(c, slot);
+		consume_slot(c);
+		break;
+	default:
+		return proto_error(c, "unknown slot kind", &h);
+	}
+	if (rc && !c->d.cur_err)
+		c->d.cur_err = rc;
+	if (c->d.rx == RW_SHM_RX_IDLE)
+		finish_message(c); /* failed, or empty */
+	return 1;
+}
+
+/* Drive the current message.  \return bytes moved (> 0), 0 if waiting. */
+static long continue_message(struct rw_shm_comm *c, uint64_t tail)
+{
+	long n;
+	int err = 0, rc;
+
+	switch (c->d.rx) {
+	case RW_SHM_RX_FRAG:
+		if (c->d.head == tail)
+			return 0;
+		return take_fragment(c, rw_shm_slot_at(c, c->d.head));
+	case RW_SHM_RX_CMA:
+		n = rw_shm_cma_work(c);
+		if (n > 0)
+			rw_shm_stat_add(&rw_shm_stats_g.cma_read, n);
+		if (n == -ESRCH) {
+			rw_shm_conn_fail(c, -ECONNRESET, "the sender exited during a copy");
+			return -ECONNRESET;
+		}
+		if (!rw_shm_cma_job_done(c, &err))
+			return n > 0 ? n : 0;
+		if (err == -ESRCH) {
+			rw_shm_conn_fail(c, -ECONNRESET, "the sender exited during a copy");
+			return -ECONNRESET;
+		}
+		if (err && !c->d.cur_err)
+			c->d.cur_err = err;
+		finish_message(c);
+		return RW_MAX(n, 1);
+	case RW_SHM_RX_CUDA:
+		rc = rw_cuda_event_query(c->d.event);
+		if (rc == -EAGAIN)
+			return 0;
+		if (rc && !c->d.cur_err)
+			c->d.cur_err = rc;
+		finish_message(c);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * The sender failed its comm: the messages before failed_seq it completed,
+ * so they are still taken; at failed_seq this comm fails too.  \return
+ * true once it failed.
+ */
+static bool peer_failed(struct rw_shm_comm *c)
+{
+	int st = __atomic_load_n(&c->d.seg->tx.failed, __ATOMIC_ACQUIRE);
+	uint64_t upto, next;
+	char why[160];
+
+	if (!st)
+		return false;
+	upto = __atomic_load_n(&c->d.seg->tx.failed_seq, __ATOMIC_RELAXED);
+	next = c->d.rx == RW_SHM_RX_IDLE ? c->d.rx_seq : c->d.cur_seq;
+	if (next < upto)
+		return false;
+	if (st == -EMSGSIZE)
+		snprintf(why, sizeof(why),
+			 "the sender's message %llu is larger than the buffer it matched",
+			 (unsigned long long)upto);
+	else
+		snprintf(why, sizeof(why), "the sender failed the connection (%s)",
+			 strerror(st < 0 && st > -4096 ? -st : EPROTO));
+	rw_shm_conn_fail(c, st == -EMSGSIZE || st == -EPROTO ? st : -ECONNRESET, why);
+	return true;
+}
+
+int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
+{
+	struct rw_shm_data *d = &c->d;
+	uint64_t tail, acked0 = d->acked, head0 = d->head;
+	unsigned long moved = 0;
+
+	if (c->fail)
+		return 0;
+	tail = __atomic_load_n(&d->seg->tx.tail, __ATOMIC_ACQUIRE);
+	d->seen_tail = tail;
+	while (moved < RX_BUDGET_BYTES && !peer_failed(c)) {
+		long n;
+
+		if (d->rx == RW_SHM_RX_IDLE) {
+			if (d->head == tail)
+				break;
+			n = start_message(c);
+		} else {
+			n = continue_message(c, tail);
+		}
+		if (n <= 0)
+			break;
+		moved += (unsigned long)n;
+		if (d->head == tail) {
+			tail = __atomic_load_n(&d->seg->tx.tail, __ATOMIC_ACQUIRE);
+			d->seen_tail = tail;
+		}
+	}
+	if (moved || d->acked != acked0 || d->head != head0 || c->fail) {
+		rw_shm_ring(c);
+		rw_shm_comm_moved(c, now);
+		return 1;
+	}
+	return 0;
+}
+
+/* Tell the sender about receive r (shm_layout.h: posted receives). */
+static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
+{
+	struct rw_shm_post e = {.n = (uint32_t)r->n, .seq = c->d.posted};
+
+	for (int i = 0; i < r->n; i++) {
+		e.tag[i] = r->buf[i].tag;
+		e.size[i] = r->buf[i].cap;
+	}
+	memcpy(&c->d.post[c->d.posted % RW_SHM_POST_RING], &e, sizeof(e));
+	c->d.posted++;
+	__atomic_store_n(&c->d.seg->rx.posted, c->d.posted, __ATOMIC_RELEASE);
+}
+
+int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
+		 struct rw_net_mr **mrs, struct rw_net_req **req)
+{
+	struct rw_shm_comm *c;
+	struct rw_shm_req *r;
+	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, "irecv", &c);
+
+	if (rc)
+		return rc;
+	if (!req || n < 1 || n > RW_NET_MAX_RECVS || !data || !sizes || !tags || !mrs) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+			"shm: irecv(n=%d, data=%p, sizes=%p, tags=%p, mrs=%p, req=%p) from %s: bad "
+			"arguments (n must be 1..%d)",
+			n, (void *)data, (const void *)sizes, (const void *)tags, (void *)mrs,
+			(void *)req, c->peer, RW_NET_MAX_RECVS);
+		return -EINVAL;
+	}
+	for (int i = 0; i < n; i++) {
+		struct rw_shm_mr *m = mrs[i] ? rw_shm_mr_from(mrs[i]) : NULL;
+
+		if (sizes[i] > rw_shm_comm_net(c)->props.max_p2p_bytes) {
+			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+				"shm: irecv buffer %d of %zu bytes from %s: larger than the %zu "
+				"bytes one message may have (maxP2pBytes); refused",
+				i, sizes[i], c->peer, rw_shm_comm_net(c)->props.max_p2p_bytes);
+			return -EMSGSIZE;
+		}
+
+		if (!m || m->magic != RW_SHM_MR_MAGIC || mrs[i]->comm != comm ||
+		    (sizes[i] && (!data[i] || (char *)data[i] < m->addr ||
+				  (char *)data[i] + sizes[i] > m->addr + m->size))) {
+			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+				"shm: irecv buffer %d (%p, %zu bytes, mr %p) from %s: not in a "
+				"registration of this comm",
+				i, data[i], sizes[i], (void *)mrs[i], c->peer);
+			return -EINVAL;
+		}
+	}
+	if (c->fail)
+		return c->fail;
+	/* a peer that closed or failed makes this call fail, not the next test */
+	rw_shm_rx_progress(c, rw_now_ns());
+	if (rw_shm_check_peer(c, rw_now_ns(), rw_now_ns(), "a receive"))
+		return c->fail;
+	if (c->d.posted - __atomic_load_n(&c->d.seg->tx.replayed, __ATOMIC_ACQUIRE) >=
+		    RW_SHM_POST_RING ||
+	    !(r = rw_shm_req_get(c, RW_SHM_REQ_RECV))) {
+		*req = NULL; /* no room: the sender has yet to catch up */
+		return 0;
+	}
+	r->n = n;
+	for (int i = 0; i < n; i++) {
+		r->buf[i] = (struct rw_shm_rbuf){
+			.data = data[i],
+			.cap = sizes[i],
+			.tag = tags[i],
+			.type = rw_shm_mr_from(mrs[i])->type,
+		};
+	}
+	post(c, r);
+	r->posted_ns = rw_now_ns();
+	rw_shm_queue_push(c, r);
+	rw_shm_rx_progress(c, r->posted_ns);
+	rw_shm_ring(c); /* a sender waiting to learn its messages' fate */
+	*req = &r->base;
+	return 0;
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Waiting without burning a core, and noticing a peer that is gone.
+ *
+ * test() polls.  For the first RW_SHM_PAUSE_NS without progress in the
+ * instance it just returns; then, up to spin_ns (RINGWAY_SHM_SPIN_US), a
+ * test that finds nothing yields the core (sched_yield) before returning,
+ * so a peer that shares it runs; after that it sleeps on the futex word of
+ * our doorbell page for at most sleep_ns (RW_SHM_SLEEP_MAX_NS, or less when
+ * other transports share the caller's thread).  Every peer rings that
+ * doorbell after it publishes something we may wait for, but only when
+ * sleepers is non-zero, so the busy path costs one read of a shared line.
+ *
+ * Lost wake-ups cannot happen: the sleeper raises sleepers, reads seq, looks
+ * at the ring once more and sleeps only while seq is unchanged; the ringer
+ * publishes, then (full fence) reads sleepers and bumps seq before waking.
+ */
+#include "transport/shm/shm_internal.h"
+
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "common/rw_log.h"
+
+static long futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, word, op, val, ts, NULL, 0);
+}
+
+void rw_shm_ring(struct rw_shm_comm *c)
+{
+	struct rw_shm_doorbell *db = c->d.peer_db;
+
+	if (!db)
+		return;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&db->sleepers, __ATOMIC_RELAXED) == 0)
+		return;
+	__atomic_add_fetch(&db->seq, 1, __ATOMIC_SEQ_CST);
+	/* shared futex: the word lives in a memfd both processes map */
+	futex(&db->seq, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
+bool rw_shm_peek(struct rw_shm_comm *c)
+{
+	struct rw_shm_seg *s = c->d.seg;
+
+	if (c->is_send) {
+		if (!c->d.accepted)
+			return __atomic_load_n(&s->rx.accepted, __ATOMIC_ACQUIRE) != 0;
+		return __atomic_load_n(&s->rx.head, __ATOMIC_ACQUIRE) != c->d.seen_head ||
+		       __atomic_load_n(&s->rx.acked, __ATOMIC_ACQUIRE) != c->d.seen_acked ||
+		       __atomic_load_n(&s->rx.posted, __ATOMIC_ACQUIRE) != c->d.seen_posted ||
+		       __atomic_load_n(&s->job.claim, __ATOMIC_ACQUIRE) != c->d.seen_claim ||
+		       __atomic_load_n(&s->rx.closed, __ATOMIC_ACQUIRE) != 0 ||
+		       __atomic_load_n(&s->rx.failed, __ATOMIC_ACQUIRE) != 0;
+	}
+	if (c->d.rx == RW_SHM_RX_CMA || c->d.rx == RW_SHM_RX_CUDA)
+		return true; /* a copy is ours to drive or to poll: do not sleep */
+	return __atomic_load_n(&s->tx.tail, __ATOMIC_ACQUIRE) != c->d.seen_tail ||
+	       __atomic_load_n(&s->tx.closed, __ATOMIC_ACQUIRE) != 0 ||
+	       __atomic_load_n(&s->tx.failed, __ATOMIC_ACQUIRE) != 0;
+}
+
+void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
+{
+	struct rw_shm_net *net = rw_shm_comm_net(c);
+	struct rw_shm_doorbell *db = net->db;
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)net->sleep_ns};
+	uint32_t seq;
+
+	uint64_t last = __atomic_load_n(&net->last_progress_ns, __ATOMIC_RELAXED);
+
+	if (now < last || now - last < RW_SHM_PAUSE_NS)
+		return; /* the peer is likely mid-step: poll again at once */
+	if (now - last < net->spin_ns || c->peer_pid == net->pid) {
+		/* still spinning, but let a peer that shares our core run (a
+		 * peer in this very process could not ring us awake: it is
+		 * likely this thread) */
+		sched_yield();
+		return;
+	}
+	__atomic_add_fetch(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+	seq = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
+	if (!rw_shm_peek(c)) {
+		futex(&db->seq, FUTEX_WAIT, seq, &ts);
+		rw_shm_stat_add(&rw_shm_stats_g.sleeps, 1);
+	}
+	__atomic_sub_fetch(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+}
+
+int rw_shm_pidfd_open(pid_t pid)
+{
+	int fd;
+
+	if (pid <= 0)
+		return -1;
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd >= 0) {
+		rw_shm_live_add(RW_SHM_LIVE_FDS, 1);
+		return fd;
+	}
+	RW_INFO(RW_LOG_NET | RW_LOG_SHM,
+		"shm: pidfd_open(%d): %s; watching the peer with kill(pid, 0)", (int)pid,
+		strerror(errno));
+#endif
+	return -1;
+}
+
+bool rw_shm_peer_exited(struct rw_shm_comm *c)
+{
+	if (c->d.pidfd >= 0) {
+		struct pollfd p = {.fd = c->d.pidfd, .events = POLLIN};
+
+		return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+	}
+	if (c->peer_pid > 0)
+		return kill(c->peer_pid, 0) != 0 && errno == ESRCH;
+	return false;
+}
+
+int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t since_ns, const char *what)
+{
+	uint64_t limit = (uint64_t)c->base.net->cfg.timeout_ms * 1000000ull;
+	uint64_t last = RW_MAX(c->progress_ns, since_ns);
+	char why[200];
+
+	if (c->fail)
+		return c->fail;
+	if (now - c->last_check_ns < RW_SHM_CHECK_NS)
+		return 0;
+	c->last_check_ns = now;
+	/* a receiver first drains what a departed sender left in the ring */
+	if (c->is_send || __atomic_load_n(&c->d.seg->tx.tail, __ATOMIC_ACQUIRE) == c->d.head) {
+		if (__atomic_load_n(c->is_send ? &c->d.seg->rx.closed : &c->d.seg->tx.closed,
+				    __ATOMIC_ACQUIRE)) {
+			rw_shm_conn_fail(c, -ECONNRESET, "the peer closed its side");
+			return c->fail;
+		}
+		if (rw_shm_peer_exited(c)) {
+			rw_shm_conn_fail(c, -ECONNRESET, "the peer process exited");
+			return c->fail;
+		}
+	}
+	if (now > last && now - last > limit) {
+		snprintf(why, sizeof(why), "nothing moved for %lld ms with %s pending",
+			 (long long)c->base.net->cfg.timeout_ms, what);
+		rw_shm_conn_fail(c, -ETIMEDOUT, why);
+	}
+	return c->fail;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Socket transport helpers: addresses, socket options, handles, counters. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/time.h>
+
+#include "transport/socket/sock_internal.h"
+
+static atomic_long live[RW_SOCK_LIVE_COUNT];
+
+void rw_sock_live_add(enum rw_sock_live_kind kind, long delta)
+{
+	atomic_fetch_add_explicit(&live[kind], delta, memory_order_relaxed);
+}
+
+void rw_sock_live_objects(struct rw_sock_live *out)
+{
+	if (!out)
+		return;
+	*out = (struct rw_sock_live){
+		.nets = atomic_load(&live[RW_SOCK_LIVE_NETS]),
+		.listeners = atomic_load(&live[RW_SOCK_LIVE_LISTENERS]),
+		.comms = atomic_load(&live[RW_SOCK_LIVE_COMMS]),
+		.reqs = atomic_load(&live[RW_SOCK_LIVE_REQS]),
+		.mrs = atomic_load(&live[RW_SOCK_LIVE_MRS]),
+		.threads = atomic_load(&live[RW_SOCK_LIVE_THREADS]),
+		.fds = atomic_load(&live[RW_SOCK_LIVE_FDS]),
+	};
+}
+
+static atomic_long shells;
+
+void rw_sock_shells_add(long delta)
+{
+	atomic_fetch_add_explicit(&shells, delta, memory_order_relaxed);
+}
+
+long rw_sock_live_shells(void)
+{
+	return atomic_load(&shells);
+}
+
+long rw_sock_live_total(void)
+{
+	long sum = 0;
+
+	for (int i = 0; i < RW_SOCK_LIVE_COUNT; i++)
+		sum += atomic_load(&live[i]);
+	return sum;
+}
+
+void rw_sock_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		if (in6->sin6_scope_id)
+			snprintf(buf, len, "[%s%%%u]:%u", host, in6->sin6_scope_id,
+				 ntohs(in6->sin6_port));
+		else
+			snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, len, "?(family %d)", sa->ss_family);
+	}
+}
+
+socklen_t rw_sock_addr_len(const struct sockaddr_storage *sa)
+{
+	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+int rw_sock_socket(int family, int *fd)
+{
+	int s = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -errno;
+	rw_sock_live_add(RW_SOCK_LIVE_FDS, 1);
+	*fd = s;
+	return 0;
+}
+
+void rw_sock_fd_adopted(void)
+{
+	rw_sock_live_add(RW_SOCK_LIVE_FDS, 1);
+}
+
+void rw_sock_close(int *fd)
+{
+	if (*fd < 0)
+		return;
+	rw_close_fd(fd);
+	rw_sock_live_add(RW_SOCK_LIVE_FDS, -1);
+}
+
+void rw_sock_close_abort(int *fd)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	if (*fd >= 0)
+		setsockopt(*fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	rw_sock_close(fd);
+}
+
+int rw_sock_tune(int fd, const struct rw_config *cfg, const char *what)
+{
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one))) {
+		RW_WARN(RW_LOG_NET, "socket: setsockopt(TCP_NODELAY) on %s failed: %s", what,
+			strerror(errno));
+		return -errno;
+	}
+	if (cfg->socket_buffer) {
+		int sz = (int)RW_MIN(cfg->socket_buffer, (size_t)INT32_MAX);
+
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz)) ||
+		    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz))) {
+			RW_WARN(RW_LOG_NET,
+				"socket: setsockopt(SO_SNDBUF/SO_RCVBUF=%d) on %s failed: %s", sz,
+				what, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+int rw_sock_set_blocking(int fd, int64_t slice_ms)
+{
+	struct timeval tv = {.tv_sec = slice_ms / 1000, .tv_usec = (slice_ms % 1000) * 1000};
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
+		return -errno;
+	return 0;
+}
+
+uint64_t rw_sock_random64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v) && v)
+		return v;
+	/* No entropy yet (early boot): still unique enough per process. */
+	v = rw_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
+	v ^= v >> 33, v *= 0xff51afd7ed558ccdull, v ^= v >> 33;
+	return v ? v : 1;
+}
+
+void rw_sock_handle_encode(struct rw_sock_handle *h, const struct sockaddr_storage *sa,
+			   uint64_t nonce)
+{
+	memset(h, 0, sizeof(*h));
+	h->magic = RW_SOCK_MAGIC;
+	h->version = RW_SOCK_PROTO_VERSION;
+	h->nonce = nonce;
+	if (sa->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+		h->family = RW_SOCK_FAMILY_IPV6;
+		h->port = in6->sin6_port;
+		memcpy(h->addr, &in6->sin6_addr, 16);
+		h->scope_id = in6->sin6_scope_id;
+	} else {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		h->family = RW_SOCK_FAMILY_IPV4;
+		h->port = in->sin_port;
+		memcpy(h->addr, &in->sin_addr, 4);
+	}
+}
+
+int rw_sock_handle_decode(const void *buf, struct rw_sock_handle *h, struct sockaddr_storage *sa)
+{
+	struct rw_sock_handle tmp;
+
+	memcpy(&tmp, buf, sizeof(tmp));
+	if (tmp.magic != RW_SOCK_MAGIC || tmp.version != RW_SOCK_PROTO_VERSION ||
+	    (tmp.family != RW_SOCK_FAMILY_IPV4 && tmp.family != RW_SOCK_FAMILY_IPV6) ||
+	    tmp.port == 0)
+		return -EINVAL;
+	memset(sa, 0, sizeof(*sa));
+	if (tmp.family == RW_SOCK_FAMILY_IPV6) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = tmp.port;
+		memcpy(&in6->sin6_addr, tmp.addr, 16);
+		in6->sin6_scope_id = tmp.scope_id;
+	} else {
+		struct sockaddr_in *in = (struct sockaddr_in *)sa;
+
+		in->sin_family = AF_INET;
+		in->sin_port = tmp.port;
+		memcpy(&in->sin_addr, tmp.addr, 4);
+	}
+	*h = tmp;
+	return 0;
+}
+
+int rw_sock_handle_addr(const void *handle, struct sockaddr_storage *out)
+{
+	struct rw_sock_handle h;
+	struct sockaddr_storage sa;
+
+	if (!handle || !out || rw_sock_handle_decode(handle, &h, &sa))
+		return -EINVAL;
+	*out = sa;
+	return 0;
+}
