@@ -14,7 +14,7 @@
 
 #include "coll/coll_internal.h"
 #include "common/rw_log.h"
-#include "kernels/rw_cuda.h"
+#include "gpu/rw_cuda.h"
 
 /* The public API promises ncclDataType_t / ncclRedOp_t values; the kernels
  * carry them (include/ringway.h's enums are checked in rw_api_coll.c). */

@@ -31,9 +31,9 @@
 
 #include "plugin/rw_plugin.h"
 #include "transport/net_auto_proto.h"
-#include "transport/shm.h"
-#include "transport/sock.h"
-#include "transport/sock_proto.h"
+#include "transport/shm/shm.h"
+#include "transport/socket/sock.h"
+#include "transport/socket/sock_proto.h"
 
 #define HSIZE RW_NET_HANDLE_MAXSIZE
 

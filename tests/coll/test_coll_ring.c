@@ -18,7 +18,7 @@
 #include "coll/rw_coll.h"
 #include "coll_test.h"
 #include "common/rw_log.h"
-#include "kernels/rw_cuda.h"
+#include "gpu/rw_cuda.h"
 
 static int setup(void **state)
 {

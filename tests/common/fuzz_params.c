@@ -35,8 +35,8 @@
 #include "common/rw_common.h"
 #include "common/rw_log.h"
 #include "common/rw_params.h"
-#include "transport/ib.h"
-#include "transport/sock.h"
+#include "transport/ib/ib.h"
+#include "transport/socket/sock.h"
 
 #define MAX_VALUES 64
 

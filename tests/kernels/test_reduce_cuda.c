@@ -19,7 +19,7 @@
 
 #include "common/rw_build.h"
 #include "common/rw_common.h"
-#include "kernels/rw_cuda.h"
+#include "gpu/rw_cuda.h"
 #include "kernels/rw_reduce.h"
 #include "reduce_ref.h"
 

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "net/net_conformance.h"
-#include "transport/shm.h"
-#include "transport/sock.h"
+#include "transport/shm/shm.h"
+#include "transport/socket/sock.h"
 
 static const char *const env_auto[] = {
 	"RINGWAY_TRANSPORT",

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "net/net_conformance.h"
-#include "transport/shm.h"
+#include "transport/shm/shm.h"
 
 static const char *const env_default[] = {
 	"RINGWAY_TIMEOUT_MS",

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "net/net_conformance.h"
-#include "transport/sock.h"
+#include "transport/socket/sock.h"
 
 static const char *const env_default[] = {
 	"RINGWAY_SOCKET_IFNAME", "=lo",

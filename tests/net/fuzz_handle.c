@@ -38,9 +38,9 @@
 #include "common/rw_params.h"
 #include "transport/net_auto_proto.h"
 #include "transport/rw_net.h"
-#include "transport/shm.h"
-#include "transport/sock.h"
-#include "transport/sock_proto.h"
+#include "transport/shm/shm.h"
+#include "transport/socket/sock.h"
+#include "transport/socket/sock_proto.h"
 
 #define HSIZE RW_NET_HANDLE_MAXSIZE
 

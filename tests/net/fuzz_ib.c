@@ -35,8 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/ib_internal.h"
-#include "transport/ib_proto.h"
+#include "transport/ib/ib_internal.h"
+#include "transport/ib/ib_proto.h"
 
 #define NONCE 0x0123456789abcdefull
 

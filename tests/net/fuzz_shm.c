@@ -55,9 +55,9 @@
 #include "common/rw_log.h"
 #include "common/rw_params.h"
 #include "transport/rw_net.h"
-#include "transport/shm.h"
-#include "transport/shm_internal.h"
-#include "transport/shm_layout.h"
+#include "transport/shm/shm.h"
+#include "transport/shm/shm_internal.h"
+#include "transport/shm/shm_layout.h"
 
 #define BUF_BYTES (256 * 1024)
 #define MAX_REQS  16

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "common/rw_common.h"
-#include "transport/ib.h"
-#include "transport/ib_proto.h"
+#include "transport/ib/ib.h"
+#include "transport/ib/ib_proto.h"
 
 static void hca_spec_parse_and_match(void **state)
 {

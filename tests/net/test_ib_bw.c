@@ -22,7 +22,7 @@
 
 #include "common/rw_common.h"
 #include "common/rw_params.h"
-#include "transport/ib.h"
+#include "transport/ib/ib.h"
 
 #define WAIT_MS 60000
 

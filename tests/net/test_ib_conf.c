@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "net/net_conformance.h"
-#include "transport/ib.h"
+#include "transport/ib/ib.h"
 
 #define COMMON                                                                                     \
 	"RINGWAY_SOCKET_IFNAME", "=lo", "RINGWAY_SOCKET_FAMILY", "ipv4", "RINGWAY_TIMEOUT_MS",     \

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "common/rw_common.h"
-#include "transport/ib.h"
+#include "transport/ib/ib.h"
 
 #define WAIT_MS	   10000
 #define TIMEOUT_MS 3000

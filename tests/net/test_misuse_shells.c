@@ -17,8 +17,8 @@
 
 #include "common/rw_common.h"
 #include "transport/rw_net.h"
-#include "transport/shm.h"
-#include "transport/sock.h"
+#include "transport/shm/shm.h"
+#include "transport/socket/sock.h"
 
 #define CYCLES	   5000
 #define MAX_SHELLS 64		 /* RW_SOCK_MAX_SHELLS, RW_SHM_MAX_SHELLS */

@@ -18,8 +18,8 @@
 #include "common/rw_log.h"
 #include "net/test_shm_util.h"
 #include "transport/net_auto_proto.h"
-#include "transport/shm.h"
-#include "transport/shm_layout.h"
+#include "transport/shm/shm.h"
+#include "transport/shm/shm_layout.h"
 
 #define MIB (1024 * 1024)
 

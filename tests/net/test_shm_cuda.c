@@ -8,9 +8,9 @@
  */
 #include "support/rw_test.h"
 
-#include "kernels/rw_cuda.h"
+#include "gpu/rw_cuda.h"
 #include "net/test_shm_util.h"
-#include "transport/shm.h"
+#include "transport/shm/shm.h"
 
 #define MIB (1024 * 1024)
 

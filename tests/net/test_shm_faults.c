@@ -17,7 +17,7 @@
 
 #include "common/rw_log.h"
 #include "net/test_shm_util.h"
-#include "transport/shm.h"
+#include "transport/shm/shm.h"
 
 #define MIB (1024 * 1024)
 #define BIG (64 * MIB)

@@ -6,7 +6,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "transport/sock.h"
+#include "transport/socket/sock.h"
 
 #define MAXIF 16
 

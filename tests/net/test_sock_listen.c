@@ -26,9 +26,9 @@
 
 #include "common/rw_common.h"
 #include "transport/rw_net.h"
-#include "transport/sock.h"
-#include "transport/sock_internal.h"
-#include "transport/sock_proto.h"
+#include "transport/socket/sock.h"
+#include "transport/socket/sock_internal.h"
+#include "transport/socket/sock_proto.h"
 
 #define WAIT_MS	    20000 /* bound of every wait; far below the timeouts set */
 #define NSTRANGERS  1000

@@ -46,9 +46,9 @@
 #include "common/rw_log.h"
 #include "common/rw_params.h"
 #include "transport/rw_net.h"
-#include "transport/sock.h"
-#include "transport/sock_internal.h"
-#include "transport/sock_proto.h"
+#include "transport/socket/sock.h"
+#include "transport/socket/sock_internal.h"
+#include "transport/socket/sock_proto.h"
 
 #define NSLOTS	   32
 #define MAX_WRITE  64

@@ -21,7 +21,7 @@
 
 #include "common/rw_common.h"
 #include "transport/rw_net.h"
-#include "transport/sock.h"
+#include "transport/socket/sock.h"
 
 #define WAIT_MS 30000
 #define KIB	1024

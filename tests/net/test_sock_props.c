@@ -18,8 +18,8 @@
 
 #include "common/rw_common.h"
 #include "transport/rw_net.h"
-#include "transport/sock.h"
-#include "transport/sock_proto.h"
+#include "transport/socket/sock.h"
+#include "transport/socket/sock_proto.h"
 
 #define WAIT_MS 10000
 

@@ -21,7 +21,7 @@
 
 #include "common/rw_common.h"
 #include "common/rw_params.h"
-#include "kernels/rw_cuda.h"
+#include "gpu/rw_cuda.h"
 #include "tools/perf/perf.h"
 
 static const char *const coll_names[] = {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/rw_cuda.h"
+#include "gpu/rw_cuda.h"
 #include "kernels/rw_reduce.h"
 #include "tools/reduce-bench/rb.h"
 
