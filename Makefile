@@ -6,6 +6,7 @@
 #   make test      install missing packages, build, run every test (ctest)
 #   make bench     the performance comparisons of bench/ (prints figures)
 #   make install   PREFIX=/usr/local (libraries, tools, header, pkg-config)
+#   make format    rewrite every C file as .clang-format says (CI checks it)
 #   make fuzz      every libFuzzer target for FUZZ_SECONDS each, in $(FUZZ_BUILD)
 #                  (clang, RINGWAY_FUZZ=ON); fails on any finding
 
@@ -17,7 +18,7 @@ CTEST_FLAGS ?=
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build demo test bench fuzz install clean
+.PHONY: all deps build demo test bench fuzz format install clean
 
 all: build
 
@@ -44,6 +45,10 @@ fuzz:
 	  -DRINGWAY_WITH_CUDA=OFF $(CMAKE_FLAGS)
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+format:
+	@scripts/install-deps.sh lint
+	@scripts/check-format.sh --fix
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

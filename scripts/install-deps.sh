@@ -4,6 +4,7 @@
 #   install-deps.sh          build + test packages
 #   install-deps.sh bench    also the comparison tools used by bench/
 #   install-deps.sh fuzz     also clang and its libFuzzer runtime (make fuzz)
+#   install-deps.sh lint     also clang-format (scripts/check-format.sh, CI)
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
@@ -16,6 +17,9 @@ if [[ ${1:-} == fuzz ]]; then
   # libclang-rt-dev: the default clang's runtimes (libclang_rt.fuzzer, asan, ubsan);
   # Debian 12: libclang-rt-14-dev.
   pkgs+=(clang libclang-rt-dev)
+fi
+if [[ ${1:-} == lint ]]; then
+  pkgs+=(clang-format)
 fi
 
 missing=()
