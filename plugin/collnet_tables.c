@@ -20,44 +20,29 @@ static_assert(sizeof(ncclNetSGE_v9_t) == sizeof(struct rw_collnet_sge) &&
 		      offsetof(ncclNetSGE_v9_t, size) == offsetof(struct rw_collnet_sge, size),
 	      "SGE layout");
 
-/* --- init -------------------------------------------------------------------- */
+/* --- init: v6..v10 share one context; v11/v12 make one per communicator -------- */
 
-static ncclResult_t cn_init_v6(ncclDebugLogger_t logger)
-{
-	return rw_status_to_nccl(rw_plugin_init_legacy(6, logger));
-}
+#define RW_CN_INIT_LEGACY(v)                                                                       \
+	static ncclResult_t cn_init_v##v(ncclDebugLogger_t logger)                                 \
+	{                                                                                          \
+		return rw_status_to_nccl(rw_plugin_init_legacy(v, logger));                        \
+	}
 
-static ncclResult_t cn_init_v7(ncclDebugLogger_t logger)
-{
-	return rw_status_to_nccl(rw_plugin_init_legacy(7, logger));
-}
+/* CollNet's init has no config: the traffic class is undefined. */
+#define RW_CN_INIT_CTX(v)                                                                          \
+	static ncclResult_t cn_init_v##v(void **ctx, uint64_t comm_id, ncclDebugLogger_t logger)   \
+	{                                                                                          \
+		return rw_status_to_nccl(rw_plugin_ctx_create(                                     \
+			v, comm_id, NCCL_NET_TRAFFIC_CLASS_UNDEF, logger, ctx));                   \
+	}
 
-static ncclResult_t cn_init_v8(ncclDebugLogger_t logger)
-{
-	return rw_status_to_nccl(rw_plugin_init_legacy(8, logger));
-}
-
-static ncclResult_t cn_init_v9(ncclDebugLogger_t logger)
-{
-	return rw_status_to_nccl(rw_plugin_init_legacy(9, logger));
-}
-
-static ncclResult_t cn_init_v10(ncclDebugLogger_t logger)
-{
-	return rw_status_to_nccl(rw_plugin_init_legacy(10, logger));
-}
-
-static ncclResult_t cn_init_v11(void **ctx, uint64_t comm_id, ncclDebugLogger_t logger)
-{
-	return rw_status_to_nccl(
-		rw_plugin_ctx_create(11, comm_id, NCCL_NET_TRAFFIC_CLASS_UNDEF, logger, ctx));
-}
-
-static ncclResult_t cn_init_v12(void **ctx, uint64_t comm_id, ncclDebugLogger_t logger)
-{
-	return rw_status_to_nccl(
-		rw_plugin_ctx_create(12, comm_id, NCCL_NET_TRAFFIC_CLASS_UNDEF, logger, ctx));
-}
+RW_CN_INIT_LEGACY(6)
+RW_CN_INIT_LEGACY(7)
+RW_CN_INIT_LEGACY(8)
+RW_CN_INIT_LEGACY(9)
+RW_CN_INIT_LEGACY(10)
+RW_CN_INIT_CTX(11)
+RW_CN_INIT_CTX(12)
 
 /* --- shared by every version -------------------------------------------------- */
 
@@ -193,144 +178,90 @@ static ncclResult_t cn_ireducescatter_v9(void *coll_comm, int nparts, ncclNetSGE
 
 /* --- the tables ------------------------------------------------------------------ */
 
+/*
+ * The slots whose type no version changed, in every table.  Per version:
+ * getProperties (the net devices' own), listen (a context from v11 on),
+ * int sizes and counts up to v7 (regMr) and v8 (iallreduce), iallgather and
+ * ireducescatter from v8 on, finalize from v11 on.  makeVDevice (v9+) stays
+ * NULL: no NIC fusion.
+ */
+#define RW_CN_SLOTS_EVERY_VERSION                                                                  \
+	.name = RW_PLUGIN_NAME, .devices = rw_abi_devices, .connect = cn_connect,                  \
+	.reduceSupport = cn_reduce_support, .regMrDmaBuf = cn_reg_mr_dmabuf,                       \
+	.deregMr = cn_dereg_mr, .iflush = cn_iflush, .test = cn_test, .closeColl = cn_close_coll,  \
+	.closeListen = rw_abi_close_listen
+
 RW_PLUGIN_EXPORT const ncclCollNet_v6_t ncclCollNetPlugin_v6 = {
-	.name = RW_PLUGIN_NAME,
+	RW_CN_SLOTS_EVERY_VERSION,
 	.init = cn_init_v6,
-	.devices = rw_abi_devices,
-	.getProperties = rw_abi_get_properties_v6, /* the net devices */
+	.getProperties = rw_abi_get_properties_v6,
 	.listen = rw_abi_listen_legacy,
-	.connect = cn_connect,
-	.reduceSupport = cn_reduce_support,
 	.regMr = cn_reg_mr_int,
-	.regMrDmaBuf = cn_reg_mr_dmabuf,
-	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce_int,
-	.iflush = cn_iflush,
-	.test = cn_test,
-	.closeColl = cn_close_coll,
-	.closeListen = rw_abi_close_listen,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v7_t ncclCollNetPlugin_v7 = {
-	.name = RW_PLUGIN_NAME,
+	RW_CN_SLOTS_EVERY_VERSION,
 	.init = cn_init_v7,
-	.devices = rw_abi_devices,
-	.getProperties = rw_abi_get_properties_v7, /* the net devices */
+	.getProperties = rw_abi_get_properties_v7,
 	.listen = rw_abi_listen_legacy,
-	.connect = cn_connect,
-	.reduceSupport = cn_reduce_support,
 	.regMr = cn_reg_mr_int,
-	.regMrDmaBuf = cn_reg_mr_dmabuf,
-	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce_int,
-	.iflush = cn_iflush,
-	.test = cn_test,
-	.closeColl = cn_close_coll,
-	.closeListen = rw_abi_close_listen,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
-	.name = RW_PLUGIN_NAME,
+	RW_CN_SLOTS_EVERY_VERSION,
 	.init = cn_init_v8,
-	.devices = rw_abi_devices,
-	.getProperties = rw_abi_get_properties_v8, /* the net devices */
+	.getProperties = rw_abi_get_properties_v8,
 	.listen = rw_abi_listen_legacy,
-	.connect = cn_connect,
-	.reduceSupport = cn_reduce_support,
 	.regMr = cn_reg_mr,
-	.regMrDmaBuf = cn_reg_mr_dmabuf,
-	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce_int,
 	.iallgather = cn_iallgather_v8,
 	.ireducescatter = cn_ireducescatter_v8,
-	.iflush = cn_iflush,
-	.test = cn_test,
-	.closeColl = cn_close_coll,
-	.closeListen = rw_abi_close_listen,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v9_t ncclCollNetPlugin_v9 = {
-	.name = RW_PLUGIN_NAME,
+	RW_CN_SLOTS_EVERY_VERSION,
 	.init = cn_init_v9,
-	.devices = rw_abi_devices,
-	.getProperties = rw_abi_get_properties_v9, /* the net devices */
+	.getProperties = rw_abi_get_properties_v9,
 	.listen = rw_abi_listen_legacy,
-	.connect = cn_connect,
-	.reduceSupport = cn_reduce_support,
 	.regMr = cn_reg_mr,
-	.regMrDmaBuf = cn_reg_mr_dmabuf,
-	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce,
 	.iallgather = cn_iallgather_v9,
 	.ireducescatter = cn_ireducescatter_v9,
-	.iflush = cn_iflush,
-	.test = cn_test,
-	.closeColl = cn_close_coll,
-	.closeListen = rw_abi_close_listen,
-	.makeVDevice = NULL, /* no NIC fusion */
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v10_t ncclCollNetPlugin_v10 = {
-	.name = RW_PLUGIN_NAME,
+	RW_CN_SLOTS_EVERY_VERSION,
 	.init = cn_init_v10,
-	.devices = rw_abi_devices,
-	.getProperties = rw_abi_get_properties_v9, /* the net devices */
+	.getProperties = rw_abi_get_properties_v9, /* v10 props are v9's */
 	.listen = rw_abi_listen_legacy,
-	.connect = cn_connect,
-	.reduceSupport = cn_reduce_support,
 	.regMr = cn_reg_mr,
-	.regMrDmaBuf = cn_reg_mr_dmabuf,
-	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce,
 	.iallgather = cn_iallgather_v9,
 	.ireducescatter = cn_ireducescatter_v9,
-	.iflush = cn_iflush,
-	.test = cn_test,
-	.closeColl = cn_close_coll,
-	.closeListen = rw_abi_close_listen,
-	.makeVDevice = NULL,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
-	.name = RW_PLUGIN_NAME,
+	RW_CN_SLOTS_EVERY_VERSION,
 	.init = cn_init_v11,
-	.devices = rw_abi_devices,
-	.getProperties = rw_abi_get_properties_v11, /* the net devices */
+	.getProperties = rw_abi_get_properties_v11,
 	.listen = rw_abi_listen_ctx,
-	.connect = cn_connect,
-	.reduceSupport = cn_reduce_support,
 	.regMr = cn_reg_mr,
-	.regMrDmaBuf = cn_reg_mr_dmabuf,
-	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce,
 	.iallgather = cn_iallgather_v9,
 	.ireducescatter = cn_ireducescatter_v9,
-	.iflush = cn_iflush,
-	.test = cn_test,
-	.closeColl = cn_close_coll,
-	.closeListen = rw_abi_close_listen,
-	.makeVDevice = NULL,
 	.finalize = rw_abi_finalize,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v12_t ncclCollNetPlugin_v12 = {
-	.name = RW_PLUGIN_NAME,
+	RW_CN_SLOTS_EVERY_VERSION,
 	.init = cn_init_v12,
-	.devices = rw_abi_devices,
-	.getProperties = rw_abi_get_properties_v12, /* the net devices */
+	.getProperties = rw_abi_get_properties_v12,
 	.listen = rw_abi_listen_ctx,
-	.connect = cn_connect,
-	.reduceSupport = cn_reduce_support,
 	.regMr = cn_reg_mr,
-	.regMrDmaBuf = cn_reg_mr_dmabuf,
-	.deregMr = cn_dereg_mr,
 	.iallreduce = cn_iallreduce,
 	.iallgather = cn_iallgather_v9,
 	.ireducescatter = cn_ireducescatter_v9,
-	.iflush = cn_iflush,
-	.test = cn_test,
-	.closeColl = cn_close_coll,
-	.closeListen = rw_abi_close_listen,
-	.makeVDevice = NULL,
 	.finalize = rw_abi_finalize,
 };
