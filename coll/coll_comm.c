@@ -47,6 +47,16 @@ int rw_coll_comm_error(const struct rw_coll_comm *c)
 	return c->error;
 }
 
+void rw_coll_comm_settings(const struct rw_coll_comm *c, struct rw_coll_settings *out)
+{
+	*out = (struct rw_coll_settings){
+		.algo = c->algo,
+		.nchannels = c->nchannels,
+		.chunk_bytes = c->chunk_bytes,
+		.timeout_ms = c->timeout_ms,
+	};
+}
+
 /* --- links and staging -------------------------------------------------------- */
 
 static void set_link(struct rw_coll_link *l, int peer, bool is_send, int id)

@@ -28,7 +28,8 @@ static_assert((int)RW_SUM == RW_OP_SUM && (int)RW_PROD == RW_OP_PROD && (int)RW_
 		      (int)RW_MIN == RW_OP_MIN && (int)RW_AVG == RW_OP_AVG && RW_OP_COUNT == 5,
 	      "rw_op_t must match the kernels' ops");
 
-RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rendezvous)
+RW_API int rw_comm_init_config(rw_comm_t **comm, int nranks, int rank, const char *rendezvous,
+			       const rw_config_t *config)
 {
 	struct rw_config cfg;
 	char root[320];
@@ -42,8 +43,12 @@ RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rend
 			"rw_comm_init(comm=%p, nranks=%d, rank=%d): bad arguments (nranks: 1 to "
 			"RW_MAX_RANKS=%d, rank: 0 to nranks - 1)",
 			(void *)comm, nranks, rank, RW_MAX_RANKS);
-		return -EINVAL;
+		rc = -EINVAL;
+		goto out;
 	}
+	rc = rw_world_config_apply(&cfg, config);
+	if (rc)
+		goto out;
 	if (rendezvous) {
 		a.root = rendezvous;
 	} else if (nranks > 1) {
@@ -51,14 +56,27 @@ RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rend
 		if (rc == -ENOENT)
 			RW_WARN(RW_LOG_INIT, "rw_comm_init: no rendezvous: pass \"host:port\", or "
 					     "set RINGWAY_ROOT, or MASTER_ADDR and MASTER_PORT");
-		if (rc)
-			return -EINVAL;
+		if (rc) {
+			rc = -EINVAL;
+			goto out;
+		}
 		a.root = root;
 	}
 	rc = rw_world_create(&a, comm);
+out:
 	memset(cfg.secret, 0, sizeof(cfg.secret)); /* the job secret lives no longer than needed */
 	memset(root, 0, sizeof(root));
 	return rc;
+}
+
+RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rendezvous)
+{
+	return rw_comm_init_config(comm, nranks, rank, rendezvous, NULL);
+}
+
+RW_API int rw_comm_get_config(const rw_comm_t *comm, rw_config_t *out)
+{
+	return rw_world_get_config(comm, out);
 }
 
 static int run(rw_comm_t *comm, const char *call, const struct rw_coll_args *a)

@@ -86,6 +86,15 @@ int rw_coll_comm_rank(const struct rw_coll_comm *c);
 /** The sticky error of a failed comm, else 0. */
 int rw_coll_comm_error(const struct rw_coll_comm *c);
 
+/** What a comm runs with, as it took it from rw_config (chunk rounded up). */
+struct rw_coll_settings {
+	enum rw_coll_algo algo;
+	int nchannels;
+	size_t chunk_bytes;
+	int timeout_ms;
+};
+void rw_coll_comm_settings(const struct rw_coll_comm *c, struct rw_coll_settings *out);
+
 /**
  * Register [data, data + size) of memory type (RW_PTR_HOST/CUDA) on every
  * connection, for collectives that pass it in rw_coll_args.  Optional: a

@@ -2,7 +2,9 @@
 /* The public communicator: transport + rendezvous + engine (world.h). */
 #include "coll/world.h"
 
+#include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +38,8 @@ struct rw_coll_comm *rw_world_coll(struct rw_comm *w)
 
 int rw_world_default_root(const struct rw_config *cfg, char *buf, size_t len)
 {
-	const char *addr = rw_env_get("MASTER_ADDR"), *port = rw_env_get("MASTER_PORT");
+	const char *addr = rw_launcher_get(RW_LAUNCHER_MASTER_ADDR);
+	const char *port = rw_launcher_get(RW_LAUNCHER_MASTER_PORT);
 	char *end;
 	long p;
 
@@ -53,6 +56,148 @@ int rw_world_default_root(const struct rw_config *cfg, char *buf, size_t len)
 		return -EINVAL;
 	}
 	snprintf(buf, len, strchr(addr, ':') ? "[%s]:%ld" : "%s:%ld", addr, p + 1);
+	return 0;
+}
+
+/* --- the public configuration (rw_config_t) ------------------------------------ */
+
+/* The first version of rw_config_t ends after `secret`; later versions only
+ * add fields behind it. */
+#define CONFIG_V1_END (offsetof(rw_config_t, secret) + sizeof(const char *))
+#define FIELD_END(f)  (offsetof(rw_config_t, f) + sizeof(((rw_config_t *)0)->f))
+#define HAS(c, f)     ((c)->size >= FIELD_END(f))
+
+/* Each public field and the registry's variable it stands for. */
+static const struct pub_field {
+	const char *name, *env;
+	size_t offset, end;
+	bool is_str;
+} pub_fields[] = {
+#define PUB(f, env, str)                                                                           \
+	{                                                                                          \
+#f, env, offsetof(rw_config_t, f), FIELD_END(f), str                               \
+	}
+	PUB(algo, "RINGWAY_ALGO", true),
+	PUB(nchannels, "RINGWAY_NCHANNELS", false),
+	PUB(chunk_bytes, "RINGWAY_CHUNK_BYTES", false),
+	PUB(transport, "RINGWAY_TRANSPORT", true),
+	PUB(timeout_ms, "RINGWAY_TIMEOUT_MS", false),
+	PUB(secret, "RINGWAY_SECRET", true),
+#undef PUB
+};
+
+static const char *const algo_names[] = {[RW_COLL_ALGO_RING] = "ring", [RW_COLL_ALGO_PS] = "ps"};
+static_assert(sizeof(algo_names) / sizeof(algo_names[0]) == RW_COLL_ALGO_COUNT,
+	      "a name per algorithm");
+
+/* c is an rw_config_t that RW_CONFIG_INIT set up, of a size this library
+ * knows; `arg` names it in the warning ("config", "out"). */
+static int config_check(const char *call, const char *arg, const rw_config_t *c)
+{
+	if (c->size < CONFIG_V1_END || c->size > sizeof(rw_config_t)) {
+		RW_WARN(RW_LOG_INIT,
+			"%s: %s->size = %zu, but this library knows rw_config_t of %zu bytes%s "
+			"(initialise it with RW_CONFIG_INIT; a program built against a newer "
+			"ringway.h needs a newer libringway)",
+			call, arg, c->size, sizeof(rw_config_t),
+			CONFIG_V1_END < sizeof(rw_config_t) ? " and older sizes" : "");
+		return -EINVAL;
+	}
+	if (c->magic != RW_CONFIG_MAGIC) {
+		RW_WARN(RW_LOG_INIT,
+			"%s: %s->magic = 0x%x, not RW_CONFIG_MAGIC 0x%x (initialise it with "
+			"RW_CONFIG_INIT)",
+			call, arg, c->magic, RW_CONFIG_MAGIC);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rw_world_config_apply(struct rw_config *cfg, const rw_config_t *pub)
+{
+	static const char call[] = "rw_comm_init_config";
+	int rc, bad = 0;
+
+	if (!pub)
+		return 0;
+	rc = config_check(call, "config", pub);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < sizeof(pub_fields) / sizeof(pub_fields[0]); i++) {
+		const struct pub_field *f = &pub_fields[i];
+		const struct rw_param_desc *d;
+		const void *field = (const char *)pub + f->offset;
+		bool secret = strcmp(f->name, "secret") == 0;
+		const char *value;
+		char num[32], shown[80], want[128];
+
+		if (pub->size < f->end)
+			continue; /* a field newer than the caller's rw_config_t */
+		if (f->is_str) {
+			value = *(const char *const *)field;
+			if (!value)
+				continue;
+			if (secret)
+				snprintf(shown, sizeof(shown), "(hidden, %zu bytes)",
+					 strlen(value));
+			else
+				snprintf(shown, sizeof(shown), "\"%.64s\"", value);
+		} else {
+			int64_t v = *(const int64_t *)field;
+
+			if (v == RW_CONFIG_UNSET)
+				continue;
+			snprintf(num, sizeof(num), "%" PRId64, v);
+			value = num;
+			snprintf(shown, sizeof(shown), "%s", num);
+		}
+		rc = rw_config_set(cfg, f->env, value);
+		if (rc == 0) {
+			RW_INFO(RW_LOG_INIT | RW_LOG_ENV, "%s: config->%s = %s (wins over %s)",
+				call, f->name, secret ? "(hidden)" : shown, f->env);
+			continue;
+		}
+		d = rw_param_find(f->env);
+		if (d && !f->is_str)
+			snprintf(want, sizeof(want), "an integer in [%" PRId64 ", %" PRId64 "]",
+				 d->min, d->max);
+		else if (d)
+			rw_param_describe(d, want, sizeof(want));
+		else
+			snprintf(want, sizeof(want), "a variable of the registry");
+		RW_WARN(RW_LOG_INIT, "%s: config->%s = %s rejected (expected %s, as %s)", call,
+			f->name, shown, want, f->env);
+		bad++;
+	}
+	return bad ? -EINVAL : 0;
+}
+
+int rw_world_get_config(const struct rw_comm *w, rw_config_t *out)
+{
+	struct rw_coll_settings s;
+	int rc;
+
+	if (!w || !out) {
+		RW_WARN(RW_LOG_INIT, "rw_comm_get_config(comm=%p, out=%p): NULL argument",
+			(const void *)w, (void *)out);
+		return -EINVAL;
+	}
+	rc = config_check("rw_comm_get_config", "out", out);
+	if (rc)
+		return rc;
+	rw_coll_comm_settings(w->coll, &s);
+	if (HAS(out, algo))
+		out->algo = (unsigned)s.algo < RW_COLL_ALGO_COUNT ? algo_names[s.algo] : "?";
+	if (HAS(out, nchannels))
+		out->nchannels = s.nchannels;
+	if (HAS(out, chunk_bytes))
+		out->chunk_bytes = (int64_t)s.chunk_bytes;
+	if (HAS(out, transport))
+		out->transport = w->net->ops->name;
+	if (HAS(out, timeout_ms))
+		out->timeout_ms = s.timeout_ms;
+	if (HAS(out, secret))
+		out->secret = NULL;
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "common/rw_params.h"
+#include "include/ringway.h"
 
 struct rw_comm;
 struct rw_coll_comm;
@@ -53,5 +54,16 @@ struct rw_coll_comm *rw_world_coll(struct rw_comm *w);
  * MASTER_PORT is not a port.
  */
 int rw_world_default_root(const struct rw_config *cfg, char *buf, size_t len);
+
+/**
+ * Let the fields pub sets (include/ringway.h's rw_config_t) replace cfg's,
+ * checked by the registry's own parser and bounds.  NULL changes nothing.
+ * \return 0, or -EINVAL after one warning per bad field naming it and its
+ * value (the secret's only by its length); cfg may then be half changed.
+ */
+int rw_world_config_apply(struct rw_config *cfg, const rw_config_t *pub);
+
+/** rw_comm_get_config(): what w runs with.  \return 0 or -EINVAL (logged). */
+int rw_world_get_config(const struct rw_comm *w, rw_config_t *out);
 
 #endif /* RW_WORLD_H */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/rw_params.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -56,9 +57,40 @@ const struct rw_param_desc *rw_params_table(size_t *n)
 	return param_table;
 }
 
+static const struct {
+	const char *name, *help;
+} launcher_table[] = {
+#define RW_PARAM_LAUNCHER(nm, hlp) [RW_LAUNCHER_##nm] = {.name = #nm, .help = hlp},
+#include "common/rw_params.def"
+};
+static_assert(RW_ARRAY_SIZE(launcher_table) == RW_LAUNCHER_COUNT, "one row per launcher variable");
+
+const char *rw_launcher_name(enum rw_launcher_var v)
+{
+	return (unsigned)v < RW_LAUNCHER_COUNT ? launcher_table[v].name : NULL;
+}
+
+const char *rw_launcher_help(enum rw_launcher_var v)
+{
+	return (unsigned)v < RW_LAUNCHER_COUNT ? launcher_table[v].help : NULL;
+}
+
+const char *rw_launcher_get(enum rw_launcher_var v)
+{
+	return (unsigned)v < RW_LAUNCHER_COUNT ? getenv(launcher_table[v].name) : NULL;
+}
+
 const char *rw_env_get(const char *name)
 {
 	return getenv(name);
+}
+
+const struct rw_param_desc *rw_param_find(const char *env)
+{
+	for (size_t i = 0; env && i < RW_ARRAY_SIZE(param_table); i++)
+		if (strcmp(param_table[i].env, env) == 0)
+			return &param_table[i];
+	return NULL;
 }
 
 static const char *process_env(void *arg, const char *name)
@@ -191,6 +223,21 @@ static int param_parse(struct rw_config *cfg, const struct rw_param_desc *d, con
 	return -EINVAL;
 }
 
+static size_t field_size(const struct rw_param_desc *d)
+{
+	switch (d->type) {
+	case RW_PARAM_TYPE_INT:
+		return sizeof(int64_t);
+	case RW_PARAM_TYPE_SIZE:
+		return sizeof(size_t);
+	case RW_PARAM_TYPE_STR:
+		return RW_PARAM_STR_MAX;
+	case RW_PARAM_TYPE_ENUM:
+		return sizeof(int);
+	}
+	return 0;
+}
+
 void rw_config_defaults(struct rw_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
@@ -206,7 +253,7 @@ void rw_config_defaults(struct rw_config *cfg)
 	}
 }
 
-static void describe_bounds(const struct rw_param_desc *d, char *buf, size_t len)
+void rw_param_describe(const struct rw_param_desc *d, char *buf, size_t len)
 {
 	switch (d->type) {
 	case RW_PARAM_TYPE_INT:
@@ -221,6 +268,25 @@ static void describe_bounds(const struct rw_param_desc *d, char *buf, size_t len
 		snprintf(buf, len, "a string shorter than %d bytes", RW_PARAM_STR_MAX);
 		break;
 	}
+}
+
+int rw_config_set(struct rw_config *cfg, const char *env, const char *value)
+{
+	const struct rw_param_desc *d = rw_param_find(env);
+	struct rw_config tmp;
+	int rc;
+
+	if (!d)
+		return -ENOENT;
+	if (!value)
+		return -EINVAL;
+	/* parse into a copy of the one field: cfg stays untouched on failure */
+	memcpy((char *)&tmp + d->offset, (const char *)cfg + d->offset, field_size(d));
+	rc = param_parse(&tmp, d, value);
+	if (rc == 0)
+		memcpy((char *)cfg + d->offset, (const char *)&tmp + d->offset, field_size(d));
+	memset((char *)&tmp + d->offset, 0, field_size(d)); /* may be the secret */
+	return rc;
 }
 
 int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg)
@@ -242,7 +308,7 @@ int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg)
 				d->secret ? "(hidden)" : v);
 			continue;
 		}
-		describe_bounds(d, want, sizeof(want));
+		rw_param_describe(d, want, sizeof(want));
 		RW_WARN(RW_LOG_INIT | RW_LOG_ENV,
 			"%s='%s' rejected (expected %s); using the default '%s'", d->env,
 			d->secret ? "(hidden)" : v, want, d->def);
@@ -288,8 +354,16 @@ void rw_params_print(FILE *f, const struct rw_config *cfg)
 		char want[128];
 
 		rw_param_format(cfg, d, val, sizeof(val));
-		describe_bounds(d, want, sizeof(want));
+		rw_param_describe(d, want, sizeof(want));
 		fprintf(f, "%-28s %-12s %-12s %s; %s\n", d->env, val[0] ? val : "\"\"",
 			d->def[0] ? d->def : "\"\"", d->help, want);
+	}
+	fprintf(f, "%-28s %-12s %s\n", "# launcher variable", "value",
+		"meaning (set by the launcher; read, never set, by ringway)");
+	for (int v = 0; v < RW_LAUNCHER_COUNT; v++) {
+		const char *val = rw_launcher_get((enum rw_launcher_var)v);
+
+		fprintf(f, "%-28s %-12s %s\n", launcher_table[v].name, val ? val : "-",
+			launcher_table[v].help);
 	}
 }

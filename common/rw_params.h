@@ -66,6 +66,20 @@ struct rw_param_desc {
 /** The registry rows; *n receives their number.  Static storage. */
 const struct rw_param_desc *rw_params_table(size_t *n);
 
+/** The row of variable env ("RINGWAY_ALGO"), or NULL. */
+const struct rw_param_desc *rw_param_find(const char *env);
+
+/** What a value of d must be ("an integer in [1, 16]", "one of ring|ps"). */
+void rw_param_describe(const struct rw_param_desc *d, char *buf, size_t len);
+
+/**
+ * Set one parameter of cfg from text, as if the environment held it, with
+ * the same parser and bounds.  Quiet: the caller says what was wrong.
+ * eturn 0; -ENOENT (no such variable), -EINVAL (does not parse), -ERANGE
+ * (out of bounds, too long); cfg is untouched on failure.
+ */
+int rw_config_set(struct rw_config *cfg, const char *env, const char *value);
+
 /**
  * Reads a variable.  Returns NULL when unset.  The default (NULL given to
  * rw_config_load) reads the process environment.
@@ -85,7 +99,8 @@ int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg);
 
 /**
  * Print the registry as a table: variable, current value (from cfg, or the
- * default when cfg is NULL), default, help.
+ * default when cfg is NULL), default, help; then the launcher variables with
+ * their values in the environment now ("-" when unset) and help.
  */
 void rw_params_print(FILE *f, const struct rw_config *cfg);
 
@@ -105,9 +120,28 @@ int rw_param_choice_count(const char *choices);
  */
 int rw_parse_size(const char *s, size_t *out);
 
+/** The launcher variables of rw_params.def (MASTER_ADDR, OMPI_COMM_WORLD_RANK,
+ *  ...): set by torchrun, mpirun or srun, read but never set by ringway. */
+enum rw_launcher_var {
+#define RW_PARAM_LAUNCHER(name, help) RW_LAUNCHER_##name,
+#include "common/rw_params.def"
+	RW_LAUNCHER_COUNT
+};
+
+/** A launcher variable's value, read from the process environment now;
+ *  NULL when unset (or v is out of range).  The library and the tools read
+ *  variables that are not ringway's own only through this. */
+const char *rw_launcher_get(enum rw_launcher_var v);
+
+/** Its name ("MASTER_ADDR") and help; NULL when v is out of range. */
+const char *rw_launcher_name(enum rw_launcher_var v);
+const char *rw_launcher_help(enum rw_launcher_var v);
+
 /**
- * Read a variable that is not ringway's own (MASTER_ADDR, OMPI_COMM_WORLD_RANK,
- * ...).  The one getenv of the project besides the registry.  NULL if unset.
+ * Read any variable by name.  For tests and test doubles (RINGWAY_TEST_*,
+ * SOFTVERBS_*) only: library and tool code reads RINGWAY_* variables through
+ * struct rw_config and launcher variables through rw_launcher_get().  The one
+ * getenv of the project besides those.  NULL if unset.
  */
 const char *rw_env_get(const char *name);
 

@@ -18,17 +18,21 @@
  *  - Out of place (sendbuf != recvbuf) and in place work for every
  *    collective; the in-place forms are given with each.
  *  - Peers that die or stall: a collective that cannot progress for
- *    RINGWAY_TIMEOUT_MS (default 600 000 ms, PyTorch's 10 min watchdog),
+ *    RINGWAY_TIMEOUT_MS (default 600000 ms, PyTorch's 10 min watchdog),
  *    or whose peer's connection breaks, fails on every rank (-ETIMEDOUT,
  *    -ECONNRESET, -ECONNABORTED, ...) with a warning naming the failed
  *    rank; the communicator is then only good for rw_comm_destroy().
- *  - Tuning: RINGWAY_CHUNK_BYTES, RINGWAY_NCHANNELS, RINGWAY_ALGO=ring|ps,
- *    RINGWAY_TRANSPORT (see the README for every variable).
+ *  - Tuning: RINGWAY_ALGO (default ring), RINGWAY_NCHANNELS (default 4),
+ *    RINGWAY_CHUNK_BYTES (default 4M), RINGWAY_TRANSPORT (default auto),
+ *    read from the environment by rw_comm_init(), or given to
+ *    rw_comm_init_config() in an rw_config_t (see the README for every
+ *    variable).
  */
 #ifndef RINGWAY_H
 #define RINGWAY_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,7 +91,9 @@ RW_API const char *rw_strerror(int err);
 /**
  * Join a communicator of nranks ranks as rank `rank`.  Collective: every
  * rank calls it, and it returns once all have joined and the rings are
- * connected (at most RINGWAY_TIMEOUT_MS per phase).
+ * connected (at most RINGWAY_TIMEOUT_MS per phase).  Its parameters come
+ * from the RINGWAY_* environment variables; rw_comm_init_config() below
+ * takes them from the program instead.
  *
  * \param[out] comm set only on success; free with rw_comm_destroy().
  * \param nranks 1 to RW_MAX_RANKS.
@@ -114,41 +120,111 @@ RW_API const char *rw_strerror(int err);
  *   differ, or only some have one); -ENODEV (no usable network interface);
  *   -ENOMEM.
  */
-RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank,
-			const char *rendezvous);
+RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rendezvous);
+
+/** "Not set: use the environment's value" for an integer of rw_config_t. */
+#define RW_CONFIG_UNSET INT64_MIN
+
+/** rw_config_t.magic: the struct was initialised with RW_CONFIG_INIT. */
+#define RW_CONFIG_MAGIC 0x72776366u /* "rwcf" */
+
+/**
+ * A communicator's configuration, for rw_comm_init_config(): each field
+ * stands for the RINGWAY_* variable of the same name and takes the same
+ * values; a field left unset (NULL, RW_CONFIG_UNSET) takes the variable's
+ * value, else its default.  Always start from RW_CONFIG_INIT:
+ *
+ *     rw_config_t cfg = RW_CONFIG_INIT;
+ *     cfg.algo = "ps";
+ *     cfg.chunk_bytes = 1 << 20;
+ *     rc = rw_comm_init_config(&comm, nranks, rank, "node0:29500", &cfg);
+ *
+ * Versions: `size` is sizeof(rw_config_t) of the ringway.h the program was
+ * built with.  Fields are only ever added at the end; a library reads the
+ * fields that `size` covers and treats later ones as unset, and refuses a
+ * size it does not know (a program built against a newer ringway.h).
+ * The struct and its strings are the caller's and only read during the call.
+ */
+typedef struct rw_comm_config {
+	size_t size;	    /**< sizeof(rw_config_t), set by RW_CONFIG_INIT */
+	unsigned int magic; /**< RW_CONFIG_MAGIC, set by RW_CONFIG_INIT */
+	/** RINGWAY_ALGO: "ring" or "ps" (every rank through rank 0) */
+	const char *algo;
+	/** RINGWAY_NCHANNELS: rings per communicator, 1 to 32 */
+	int64_t nchannels;
+	/** RINGWAY_CHUNK_BYTES: bytes per pipelined chunk, 4096 to 256 MiB
+	 *  (the engine rounds it up to a multiple of 64) */
+	int64_t chunk_bytes;
+	/** RINGWAY_TRANSPORT: "auto", "shm", "socket" or "ib" */
+	const char *transport;
+	/** RINGWAY_TIMEOUT_MS: longest wait on a peer, 1 to 86 400 000 ms */
+	int64_t timeout_ms;
+	/** RINGWAY_SECRET: the job secret, the same on every rank; "" is none.
+	 *  A "#key" in the rendezvous string wins.  Never logged. */
+	const char *secret;
+} rw_config_t;
+
+/** Every field unset: rw_comm_init_config() then behaves as rw_comm_init(). */
+#define RW_CONFIG_INIT                                                                             \
+	{                                                                                          \
+		sizeof(rw_config_t), RW_CONFIG_MAGIC, NULL, RW_CONFIG_UNSET, RW_CONFIG_UNSET,      \
+			NULL, RW_CONFIG_UNSET, NULL                                                \
+	}
+
+/**
+ * rw_comm_init() with a configuration: the fields config sets win over the
+ * environment; NULL (or RW_CONFIG_INIT unchanged) is exactly rw_comm_init().
+ * Collective and blocking as rw_comm_init(); config is only read, and may
+ * be freed once the call returns.
+ * \return as rw_comm_init(); -EINVAL, with one warning naming the field and
+ *   its value (never the secret's), for a config that is not valid: a size
+ *   or magic RW_CONFIG_INIT did not set, an unknown algo or transport, a
+ *   number out of its bounds (chunk_bytes 0 or negative, ...), a secret of
+ *   256 bytes or more.
+ */
+RW_API int rw_comm_init_config(rw_comm_t **comm, int nranks, int rank, const char *rendezvous,
+			       const rw_config_t *config);
+
+/**
+ * What comm runs with: every field of *out that out->size covers is set
+ * (algo and transport to static strings, chunk_bytes as the engine rounded
+ * it); out->secret is always NULL.  Initialise out with RW_CONFIG_INIT.
+ * Does not block.  \return 0, or -EINVAL (comm or out NULL, bad size or
+ * magic).
+ */
+RW_API int rw_comm_get_config(const rw_comm_t *comm, rw_config_t *out);
 
 /**
  * recvbuf[i] = op over all ranks of sendbuf[i], for i < count, on every rank.
  * In place: sendbuf == recvbuf.  Every collective accepts a count of 0 (and
  * counts smaller than nranks) and then returns at once.
  */
-RW_API int rw_allreduce(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
-			size_t count, rw_dtype_t dtype, rw_op_t op);
+RW_API int rw_allreduce(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+			rw_dtype_t dtype, rw_op_t op);
 
 /**
  * sendbuf holds nranks * recvcount elements; rank r receives in recvbuf the
  * reduction over all ranks of elements [r * recvcount, (r + 1) * recvcount).
  * In place: recvbuf == sendbuf + rank * recvcount (in elements).
  */
-RW_API int rw_reduce_scatter(rw_comm_t *comm, const void *sendbuf,
-			     void *recvbuf, size_t recvcount, rw_dtype_t dtype,
-			     rw_op_t op);
+RW_API int rw_reduce_scatter(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t recvcount,
+			     rw_dtype_t dtype, rw_op_t op);
 
 /**
  * Every rank contributes sendcount elements; recvbuf (nranks * sendcount
  * elements) receives rank r's at [r * sendcount, (r + 1) * sendcount) on
  * every rank.  In place: sendbuf == recvbuf + rank * sendcount.
  */
-RW_API int rw_allgather(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
-			size_t sendcount, rw_dtype_t dtype);
+RW_API int rw_allgather(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t sendcount,
+			rw_dtype_t dtype);
 
 /**
  * Copy count elements of root's sendbuf into every rank's recvbuf.
  * sendbuf is read on the root only (others may pass NULL).  In place:
  * sendbuf == recvbuf on the root.
  */
-RW_API int rw_broadcast(rw_comm_t *comm, const void *sendbuf, void *recvbuf,
-			size_t count, rw_dtype_t dtype, int root);
+RW_API int rw_broadcast(rw_comm_t *comm, const void *sendbuf, void *recvbuf, size_t count,
+			rw_dtype_t dtype, int root);
 
 /**
  * Leave and free the communicator.  Waits (bounded) for the other ranks to

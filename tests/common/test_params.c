@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The parameter registry: defaults, parsing, rejection with a warning. */
+#define _GNU_SOURCE /* setenv */
 #include "support/rw_test.h"
 
 #include <stdlib.h>
@@ -220,6 +221,90 @@ static void secret_is_never_printed(void **state)
 	assert_int_equal(rw_test_log_count("kkkk"), 0);
 }
 
+/* Set one parameter as the environment would, by its variable's name. */
+static void config_set_parses_like_the_environment(void **state)
+{
+	struct rw_config cfg;
+	char want[128];
+
+	(void)state;
+	rw_config_defaults(&cfg);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_ALGO", "PS"), 0);
+	assert_int_equal(cfg.algo, 1);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_CHUNK_BYTES", "64K"), 0);
+	assert_int_equal(cfg.chunk_bytes, 65536);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_SECRET", "k"), 0);
+	assert_string_equal(cfg.secret, "k");
+	/* bad values leave the field as it was, quietly (no warning: teardown) */
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_ALGO", "tree"), -EINVAL);
+	assert_int_equal(cfg.algo, 1);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_CHUNK_BYTES", "0"), -ERANGE);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_CHUNK_BYTES", "-4096"), -EINVAL);
+	assert_int_equal(cfg.chunk_bytes, 65536);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_NCHANNELS", "33"), -ERANGE);
+	assert_int_equal(cfg.nchannels, 4);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_NO_SUCH", "1"), -ENOENT);
+	assert_int_equal(rw_config_set(&cfg, "RINGWAY_ALGO", NULL), -EINVAL);
+	assert_null(rw_param_find("MASTER_ADDR")); /* launcher variables are not parameters */
+	rw_param_describe(rw_param_find("RINGWAY_NCHANNELS"), want, sizeof(want));
+	assert_string_equal(want, "an integer in [1, 32]");
+	memset(cfg.secret, 0, sizeof(cfg.secret));
+}
+
+/* Defaults are single words: `ringway-netperf --params` prints them in a
+ * column that tests/check_readme.sh reads. */
+static void defaults_are_one_word(void **state)
+{
+	size_t n;
+	const struct rw_param_desc *t = rw_params_table(&n);
+
+	(void)state;
+	for (size_t i = 0; i < n; i++)
+		assert_null(strpbrk(t[i].def, " \t\n|`"));
+}
+
+/* The launcher variables: registered by their own names, read through
+ * rw_launcher_get(), listed by rw_params_print(). */
+static void launcher_variables(void **state)
+{
+	size_t n;
+	const struct rw_param_desc *t = rw_params_table(&n);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_true(RW_LAUNCHER_COUNT >= 10);
+	for (int v = 0; v < RW_LAUNCHER_COUNT; v++) {
+		const char *name = rw_launcher_name((enum rw_launcher_var)v);
+
+		assert_non_null(name);
+		assert_non_null(rw_launcher_help((enum rw_launcher_var)v));
+		assert_int_not_equal(strncmp(name, "RINGWAY_", 8), 0);
+		for (int w = 0; w < v; w++)
+			assert_string_not_equal(name, rw_launcher_name((enum rw_launcher_var)w));
+		for (size_t i = 0; i < n; i++)
+			assert_string_not_equal(name, t[i].env);
+	}
+	assert_string_equal(rw_launcher_name(RW_LAUNCHER_MASTER_ADDR), "MASTER_ADDR");
+	assert_string_equal(rw_launcher_name(RW_LAUNCHER_OMPI_COMM_WORLD_RANK),
+			    "OMPI_COMM_WORLD_RANK");
+	assert_null(rw_launcher_name(RW_LAUNCHER_COUNT));
+	assert_null(rw_launcher_get(RW_LAUNCHER_COUNT));
+	setenv("MASTER_PORT", "29500", 1);
+	assert_string_equal(rw_launcher_get(RW_LAUNCHER_MASTER_PORT), "29500");
+	f = open_memstream(&text, &len);
+	rw_params_print(f, NULL);
+	fclose(f);
+	assert_non_null(strstr(text, "# launcher variable"));
+	assert_non_null(strstr(text, "MASTER_PORT                  29500"));
+	for (int v = 0; v < RW_LAUNCHER_COUNT; v++)
+		assert_non_null(strstr(text, rw_launcher_name((enum rw_launcher_var)v)));
+	free(text);
+	unsetenv("MASTER_PORT");
+	assert_null(rw_launcher_get(RW_LAUNCHER_MASTER_PORT));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +317,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(sizes_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(table_prints_every_variable, setup, teardown),
 		cmocka_unit_test_setup_teardown(secret_is_never_printed, setup, teardown),
+		cmocka_unit_test_setup_teardown(config_set_parses_like_the_environment, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(defaults_are_one_word, setup, teardown),
+		cmocka_unit_test_setup_teardown(launcher_variables, setup, teardown),
 	};
 
 	rw_test_log_install();

@@ -35,15 +35,18 @@ static int to_int(const char *s, int *out)
 /* Same on every rank of one mpirun job on one host. */
 static unsigned job_hash(void)
 {
-	static const char *const vars[] = {
-		"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", "PMI_KVS_NAME", "PMI_FD",
-		"OMPI_MCA_orte_hnp_uri",
+	static const enum rw_launcher_var vars[] = {
+		RW_LAUNCHER_OMPI_MCA_ess_base_jobid,
+		RW_LAUNCHER_PMIX_NAMESPACE,
+		RW_LAUNCHER_PMI_KVS_NAME,
+		RW_LAUNCHER_PMI_FD,
+		RW_LAUNCHER_OMPI_MCA_orte_hnp_uri,
 	};
 	unsigned h = 2166136261u;
 	bool any = false;
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = rw_env_get(vars[i]);
+		const char *v = rw_launcher_get(vars[i]);
 
 		for (; v && *v; v++, any = true)
 			h = (h ^ (unsigned char)*v) * 16777619u;
@@ -61,13 +64,16 @@ int perf_ranks_from_env(struct perf_ranks *out)
 
 	memset(out, 0, sizeof(*out));
 	rw_config_load(&cfg, NULL, NULL);
-	if ((r = rw_env_get("OMPI_COMM_WORLD_RANK")) && (s = rw_env_get("OMPI_COMM_WORLD_SIZE"))) {
+	if ((r = rw_launcher_get(RW_LAUNCHER_OMPI_COMM_WORLD_RANK)) &&
+	    (s = rw_launcher_get(RW_LAUNCHER_OMPI_COMM_WORLD_SIZE))) {
 		out->how = "mpirun";
-		local = rw_env_get("OMPI_COMM_WORLD_LOCAL_SIZE");
-	} else if ((r = rw_env_get("PMI_RANK")) && (s = rw_env_get("PMI_SIZE"))) {
+		local = rw_launcher_get(RW_LAUNCHER_OMPI_COMM_WORLD_LOCAL_SIZE);
+	} else if ((r = rw_launcher_get(RW_LAUNCHER_PMI_RANK)) &&
+		   (s = rw_launcher_get(RW_LAUNCHER_PMI_SIZE))) {
 		out->how = "mpirun";
-		local = rw_env_get("MPI_LOCALNRANKS");
-	} else if ((r = rw_env_get("RANK")) && (s = rw_env_get("WORLD_SIZE"))) {
+		local = rw_launcher_get(RW_LAUNCHER_MPI_LOCALNRANKS);
+	} else if ((r = rw_launcher_get(RW_LAUNCHER_RANK)) &&
+		   (s = rw_launcher_get(RW_LAUNCHER_WORLD_SIZE))) {
 		out->how = "torchrun";
 		local = NULL;
 	} else {
@@ -83,7 +89,8 @@ int perf_ranks_from_env(struct perf_ranks *out)
 	if (local && to_int(local, &local_size))
 		local_size = -1;
 	/* the library's own default: RINGWAY_ROOT, else MASTER_ADDR/PORT */
-	if (cfg.root[0] || (rw_env_get("MASTER_ADDR") && rw_env_get("MASTER_PORT")))
+	if (cfg.root[0] ||
+	    (rw_launcher_get(RW_LAUNCHER_MASTER_ADDR) && rw_launcher_get(RW_LAUNCHER_MASTER_PORT)))
 		return 0;
 	if (strcmp(out->how, "mpirun") == 0 && local_size == out->nranks) {
 		snprintf(out->root, sizeof(out->root), "127.0.0.1:%u", 20000 + job_hash() % 30000);

@@ -11,7 +11,6 @@
  *   mpirun -np 4 ringway-perf -b 16M -e 256M          # ranks from mpirun
  *   RANK=.. WORLD_SIZE=.. MASTER_ADDR=.. MASTER_PORT=.. ringway-perf
  */
-#define _GNU_SOURCE /* setenv */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -403,25 +402,15 @@ static int run_size(struct bench *b, size_t bytes, int dtype, int op)
 
 static void header(const struct bench *b)
 {
-	struct rw_config cfg;
-	char algo[16], transport[16];
-	size_t n;
-	const struct rw_param_desc *t = rw_params_table(&n);
+	rw_config_t cfg = RW_CONFIG_INIT;
 
-	rw_config_load(&cfg, NULL, NULL);
-	for (size_t i = 0; i < n; i++) {
-		if (strcmp(t[i].env, "RINGWAY_ALGO") == 0)
-			rw_param_choice_name(t[i].choices, (int)cfg.algo, algo, sizeof(algo));
-		if (strcmp(t[i].env, "RINGWAY_TRANSPORT") == 0)
-			rw_param_choice_name(t[i].choices, (int)cfg.transport, transport,
-					     sizeof(transport));
-	}
+	rw_comm_get_config(b->comm, &cfg); /* what the communicator runs with */
 	printf("# ringway-perf %s: %s, %d rank(s) (%s), %s memory\n", rw_version(),
 	       coll_names[b->o->coll], b->r->nranks, b->r->how, b->o->device ? "device" : "host");
-	printf("# algo %s, transport %s, chunk %zu bytes, %lld channel(s), iters %d, warmup %d, "
+	printf("# algo %s, transport %s, chunk %lld bytes, %lld channel(s), iters %d, warmup %d, "
 	       "check %d\n",
-	       algo, transport, cfg.chunk_bytes, (long long)cfg.nchannels, b->o->iters,
-	       b->o->warmup, b->o->check);
+	       cfg.algo, cfg.transport, (long long)cfg.chunk_bytes, (long long)cfg.nchannels,
+	       b->o->iters, b->o->warmup, b->o->check);
 	printf("#\n");
 	printf("#                                                out-of-place                      "
 	       " in-place\n");
@@ -480,14 +469,14 @@ static int rank_main(const struct perf_ranks *r, void *arg)
 {
 	const struct perf_opts *o = arg;
 	struct bench b = {.o = o, .r = r};
+	rw_config_t cfg = RW_CONFIG_INIT;
 	int d0 = o->dtype < 0 ? 0 : o->dtype, d1 = o->dtype < 0 ? RW_FLOAT8E5M2 : o->dtype;
 	int o0 = o->op < 0 ? 0 : o->op, o1 = o->op < 0 ? RW_AVG : o->op;
 	bool reduces = o->coll == PERF_ALLREDUCE || o->coll == PERF_REDUCE_SCATTER;
 	int rc;
 
-	if (o->algo)
-		setenv("RINGWAY_ALGO", o->algo, 1); /* read by rw_comm_init() */
-	rc = rw_comm_init(&b.comm, r->nranks, r->rank, r->root[0] ? r->root : NULL);
+	cfg.algo = o->algo; /* NULL: RINGWAY_ALGO */
+	rc = rw_comm_init_config(&b.comm, r->nranks, r->rank, r->root[0] ? r->root : NULL, &cfg);
 	if (rc) {
 		fprintf(stderr, "ringway-perf: rank %d: rw_comm_init: %s\n", r->rank,
 			rw_strerror(rc));
