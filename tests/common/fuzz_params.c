@@ -19,8 +19,9 @@
  *     entry point only; by hand, after `make fuzz FUZZ_SECONDS=1`:
  *       mkdir -p /tmp/scratch_params && build-fuzz/tests/common/fuzz_params \
  *         -max_total_time=600 /tmp/scratch_params tests/common/fuzz_params_corpus
- *   - otherwise a cmocka test (test_fuzz_params): every seed of the corpus
- *     folder given, then 300 mutations of each.
+ *   - otherwise a cmocka test (test_fuzz_params, rw_fuzz_main()): every
+ *     seed of the corpus folder given, then 300 mutations of each (printable
+ *     bytes and separators, sometimes cut short).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -35,28 +36,20 @@
 #include "common/rw_common.h"
 #include "common/rw_log.h"
 #include "common/rw_params.h"
+#include "tests/support/rw_fuzz.h"
 #include "transport/ib/ib.h"
 #include "transport/socket/sock.h"
 
 #define MAX_VALUES 64
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static size_t log_bytes; /* the messages are formatted, then dropped */
 
 static void quiet_sink(void *arg, enum rw_log_level level, unsigned long flags, const char *file,
 		       int line, const char *msg)
 {
-	(void)arg, (void)level, (void)flags, (void)file, (void)line;
-	log_bytes += strlen(msg);
+	rw_fuzz_quiet_sink(arg, level, flags, file, line, msg);
 	/* the secret's value is never logged */
 	if (!strncmp(msg, "RINGWAY_SECRET", 14) && !strstr(msg, "(hidden)"))
-		abort();
-}
-
-static void check(int ok)
-{
-	if (!ok)
 		abort();
 }
 
@@ -73,7 +66,7 @@ static const char *env_fn(void *arg, const char *name)
 	for (size_t i = 0; i < e->n && i < MAX_VALUES; i++)
 		if (!strcmp(e->table[i].env, name))
 			return e->val[i];
-	check(0); /* asked for a variable outside the registry */
+	rw_fuzz_check(0); /* asked for a variable outside the registry */
 	return NULL;
 }
 
@@ -110,7 +103,7 @@ static void values(char *s)
 	int rejected, set = 0;
 
 	e.table = rw_params_table(&e.n);
-	check(e.n <= MAX_VALUES);
+	rw_fuzz_check(e.n <= MAX_VALUES);
 	for (size_t i = 0; i < e.n && s; i++) {
 		char *nl = strchr(s, '\n');
 
@@ -124,7 +117,7 @@ static void values(char *s)
 	}
 	rw_config_defaults(&def);
 	rejected = rw_config_load(&cfg, env_fn, &e);
-	check(rejected >= 0 && rejected <= set);
+	rw_fuzz_check(rejected >= 0 && rejected <= set);
 	for (size_t i = 0; i < e.n; i++) {
 		const struct rw_param_desc *d = &e.table[i];
 		const void *f = (const char *)&cfg + d->offset;
@@ -135,39 +128,40 @@ static void values(char *s)
 		case RW_PARAM_TYPE_INT: {
 			int64_t v = *(const int64_t *)f;
 
-			check(v >= d->min && v <= d->max);
+			rw_fuzz_check(v >= d->min && v <= d->max);
 			if (e.val[i] && plain_decimal(e.val[i], &want) && want >= d->min &&
 			    want <= d->max)
-				check(v == want);
+				rw_fuzz_check(v == want);
 			else if (!e.val[i])
-				check(v == *(const int64_t *)fd);
+				rw_fuzz_check(v == *(const int64_t *)fd);
 			break;
 		}
 		case RW_PARAM_TYPE_SIZE: {
 			size_t v = *(const size_t *)f;
 
-			check(v >= (size_t)d->min && v <= (size_t)d->max);
+			rw_fuzz_check(v >= (size_t)d->min && v <= (size_t)d->max);
 			break;
 		}
 		case RW_PARAM_TYPE_ENUM: {
 			int v = *(const int *)f;
 
-			check(v >= 0 && v < rw_param_choice_count(d->choices));
+			rw_fuzz_check(v >= 0 && v < rw_param_choice_count(d->choices));
 			if (e.val[i])
-				check(v == *(const int *)fd ||
-				      !strcasecmp(e.val[i], rw_param_choice_name(d->choices, v, buf,
-										 sizeof(buf))));
+				rw_fuzz_check(v == *(const int *)fd ||
+					      !strcasecmp(e.val[i],
+							  rw_param_choice_name(d->choices, v, buf,
+									       sizeof(buf))));
 			break;
 		}
 		case RW_PARAM_TYPE_STR:
-			check(strlen(f) < RW_PARAM_STR_MAX);
-			check(!e.val[i] || !strcmp(f, e.val[i]) || !strcmp(f, fd));
+			rw_fuzz_check(strlen(f) < RW_PARAM_STR_MAX);
+			rw_fuzz_check(!e.val[i] || !strcmp(f, e.val[i]) || !strcmp(f, fd));
 			break;
 		}
 		rw_param_format(&cfg, d, buf, sizeof(buf));
-		check(strlen(buf) < sizeof(buf));
+		rw_fuzz_check(strlen(buf) < sizeof(buf));
 		if (d->secret)
-			check(!strcmp(buf, "") || !strcmp(buf, "(set)"));
+			rw_fuzz_check(!strcmp(buf, "") || !strcmp(buf, "(set)"));
 	}
 	if (!null)
 		null = fopen("/dev/null", "w");
@@ -186,7 +180,7 @@ static void sizes(const char *s)
 	const char *p = s;
 	int rc = rw_parse_size(s, &out), want = -EINVAL;
 
-	check(rc == 0 || rc == -EINVAL || rc == -ERANGE);
+	rw_fuzz_check(rc == 0 || rc == -EINVAL || rc == -ERANGE);
 	while (isspace((unsigned char)*p))
 		p++;
 	if (isdigit((unsigned char)*p)) {
@@ -203,15 +197,15 @@ static void sizes(const char *s)
 				want = -ERANGE;
 			} else {
 				want = 0;
-				check(rc != 0 || out == (size_t)(v << shift[i]));
+				rw_fuzz_check(rc != 0 || out == (size_t)(v << shift[i]));
 			}
 			break;
 		}
 		if (big && want == -EINVAL)
 			want = -ERANGE; /* strtoull overflows before the suffix is read */
 	}
-	check(rc == want);
-	check(rc == 0 || out == 12345);
+	rw_fuzz_check(rc == want);
+	rw_fuzz_check(rc == 0 || out == 12345);
 }
 
 static void ifnames(const char *s)
@@ -241,18 +235,20 @@ static void ifnames(const char *s)
 		size_t max = 1 + (size_t)fam * 3, nout = 99;
 		int rc = rw_sock_if_select(s, fam, in, nin, out, max, &nout, &rule);
 
-		check(rc == 0 && nout <= max);
+		rw_fuzz_check(rc == 0 && nout <= max);
 		for (size_t i = 0; i < nout; i++) {
 			bool found = false;
 
-			check(fam != RW_SOCKET_FAMILY_IPV4 || out[i].addr.ss_family == AF_INET);
-			check(fam != RW_SOCKET_FAMILY_IPV6 || out[i].addr.ss_family == AF_INET6);
+			rw_fuzz_check(fam != RW_SOCKET_FAMILY_IPV4 ||
+				      out[i].addr.ss_family == AF_INET);
+			rw_fuzz_check(fam != RW_SOCKET_FAMILY_IPV6 ||
+				      out[i].addr.ss_family == AF_INET6);
 			for (size_t j = 0; j < nin; j++)
 				found |= !strcmp(out[i].name, in[j].name) &&
 					 !memcmp(&out[i].addr, &in[j].addr, sizeof(in[j].addr));
-			check(found);
+			rw_fuzz_check(found);
 			for (size_t j = 0; j < i; j++)
-				check(strcmp(out[i].name, out[j].name) != 0);
+				rw_fuzz_check(strcmp(out[i].name, out[j].name) != 0);
 		}
 	}
 }
@@ -266,35 +262,31 @@ static void hcas(const char *s)
 	memset(&sp, 0x5a, sizeof(sp));
 	before = sp;
 	rc = rw_ib_spec_parse(s, &sp);
-	check(rc == 0 || rc == -EINVAL);
+	rw_fuzz_check(rc == 0 || rc == -EINVAL);
 	if (rc) {
-		check(!memcmp(&sp, &before, sizeof(sp))); /* untouched on failure */
+		rw_fuzz_check(!memcmp(&sp, &before, sizeof(sp))); /* untouched on failure */
 		return;
 	}
-	check(sp.n >= 0 && sp.n <= RW_IB_SPEC_MAX);
+	rw_fuzz_check(sp.n >= 0 && sp.n <= RW_IB_SPEC_MAX);
 	for (int i = 0; i < sp.n; i++) {
 		size_t len = strnlen(sp.e[i].name, sizeof(sp.e[i].name));
 
-		check(len > 0 && len < sizeof(sp.e[i].name));
-		check(sp.e[i].port == -1 || (sp.e[i].port >= 1 && sp.e[i].port <= 255));
-		check(rw_ib_spec_match(&sp, sp.e[i].name, sp.e[i].port < 0 ? 1 : sp.e[i].port) ==
-		      !sp.exclude);
+		rw_fuzz_check(len > 0 && len < sizeof(sp.e[i].name));
+		rw_fuzz_check(sp.e[i].port == -1 || (sp.e[i].port >= 1 && sp.e[i].port <= 255));
+		rw_fuzz_check(rw_ib_spec_match(&sp, sp.e[i].name,
+					       sp.e[i].port < 0 ? 1 : sp.e[i].port) == !sp.exclude);
 	}
 	for (size_t i = 0; i < RW_ARRAY_SIZE(names); i++)
 		for (int port = 0; port < 3; port++)
 			(void)rw_ib_spec_match(&sp, names[i], port);
-	check(sp.n > 0 || rw_ib_spec_match(&sp, "anything", 1));
+	rw_fuzz_check(sp.n > 0 || rw_ib_spec_match(&sp, "anything", 1));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static bool ready;
 	char *s;
 
-	if (!ready) {
-		rw_log_set_sink(quiet_sink, NULL);
-		ready = true;
-	}
+	rw_log_set_sink(quiet_sink, &log_bytes);
 	if (size < 1)
 		return 0;
 	s = malloc(size);
@@ -321,62 +313,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef RW_FUZZ_LIBFUZZER
-#include <dirent.h>
-
-#include "support/rw_test.h"
-
-static const char *corpus_dir;
-
-static void fuzz_seeds(void **state)
+static void rejections_reported(void)
 {
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	struct dirent *e;
-	int seeds = 0;
-	DIR *d;
-
-	(void)state;
-	d = opendir(corpus_dir);
-	assert_non_null(d);
-	while ((e = readdir(d))) {
-		uint8_t buf[1024], mut[1024];
-		char path[4096];
-		size_t len;
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", corpus_dir, e->d_name);
-		f = fopen(path, "rb");
-		assert_non_null(f);
-		len = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, len);
-		for (int m = 0; m < 300 && len > 1; m++) {
-			size_t n = len;
-
-			memcpy(mut, buf, len);
-			for (int k = 0; k < 1 + m % 4; k++) {
-				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-				if ((x >> 60) == 0 && n > 2)
-					n = 2 + (size_t)(x >> 8) % (n - 2); /* truncate */
-				else /* printable, with the separators likely */
-					mut[1 + (x >> 8) % (n - 1)] =
-						"0x19KMGiB,:^= \n-+"[(x >> 40) % 17];
-			}
-			LLVMFuzzerTestOneInput(mut, n);
-		}
-		seeds++;
-	}
-	closedir(d);
-	assert_true(seeds >= 8);
-	assert_true(log_bytes > 0); /* the rejections were reported */
-}
-
-static const char *one_env(void *arg, const char *name)
-{
-	const char *const *kv = arg;
-
-	return !strcmp(name, kv[0]) ? kv[1] : NULL;
+	assert_true(log_bytes > 0);
 }
 
 /* What the reference checks rely on: a leading zero is decimal, sizes have
@@ -384,17 +323,17 @@ static const char *one_env(void *arg, const char *name)
 static void known_values(void **state)
 {
 	static const char sz[] = "\001 2KiB";
-	const char *nstreams[] = {"RINGWAY_SOCKET_NSTREAMS", "010"};
-	const char *secret[] = {"RINGWAY_SECRET", "hunter2-hunter2"};
+	const char *nstreams[] = {"RINGWAY_SOCKET_NSTREAMS", "010", NULL};
+	const char *secret[] = {"RINGWAY_SECRET", "hunter2-hunter2", NULL};
 	struct rw_config cfg;
 	char buf[RW_PARAM_STR_MAX];
 	size_t n, v = 0;
 	int64_t d = 0;
 
 	(void)state;
-	assert_int_equal(rw_config_load(&cfg, one_env, nstreams), 0);
+	assert_int_equal(rw_config_load(&cfg, rw_fuzz_env, nstreams), 0);
 	assert_int_equal(cfg.socket_nstreams, 10);
-	assert_int_equal(rw_config_load(&cfg, one_env, secret), 0);
+	assert_int_equal(rw_config_load(&cfg, rw_fuzz_env, secret), 0);
 	assert_string_equal(cfg.secret, "hunter2-hunter2");
 	for (const struct rw_param_desc *t = rw_params_table(&n); n--; t++)
 		if (t->secret) {
@@ -412,17 +351,21 @@ static void known_values(void **state)
 
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(known_values),
-		cmocka_unit_test(fuzz_seeds),
+	static const struct rw_fuzz_target t = {
+		.name = "fuzz_params",
+		.one = LLVMFuzzerTestOneInput,
+		.mutations = 300,
+		.max_edits = 4,
+		.keep = 1,
+		.rng = 0x9e3779b97f4a7c15ull,
+		.truncate = true,
+		.alphabet = "0x19KMGiB,:^= \n-+", /* with the separators likely */
+		.min_seeds = 8,
+		.verdict = rejections_reported,
 	};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(known_values)};
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s <corpus folder>\n", argv[0]);
-		return 1;
-	}
-	corpus_dir = argv[1];
-	rw_log_set_sink(quiet_sink, NULL);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	rw_log_set_sink(quiet_sink, &log_bytes);
+	return rw_fuzz_main(argc, argv, &t, tests, RW_ARRAY_SIZE(tests));
 }
 #endif

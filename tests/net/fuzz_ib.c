@@ -20,13 +20,13 @@
  * goes except a crash, a sanitizer report, or a verdict that lets through
  * what the transport relies on (the properties checked below).
  *
- * Two builds (see tests/coll/fuzz_bootstrap.c): with RW_FUZZ_LIBFUZZER the
+ * Two builds (tests/support/rw_fuzz.h): with RW_FUZZ_LIBFUZZER the
  * libFuzzer entry point only (rw_add_fuzzer fuzz_ib, make fuzz); otherwise
- * a test that runs the seed folder given and 2000 mutations of each seed.
+ * a test that runs the seed folder given and 2000 mutations of each seed
+ * (byte 0, the part, is kept).
  *   build-fuzz/tests/net/fuzz_ib -max_total_time=600 new tests/net/fuzz_ib_corpus
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -35,20 +35,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/support/rw_fuzz.h"
 #include "transport/ib/ib_internal.h"
 #include "transport/ib/ib_proto.h"
 
 #define NONCE 0x0123456789abcdefull
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 static long passed[3]; /* inputs that got through each parser */
-
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
 
 static void record(uint8_t flags, const uint8_t *data, size_t size)
 {
@@ -65,9 +58,9 @@ static void record(uint8_t flags, const uint8_t *data, size_t size)
 	if (flags & 2)
 		t.nonce = NONCE;
 	bad = rw_ib_info_check(NULL, &t, NONCE);
-	check(bad || (t.magic == RW_IB_MAGIC && t.version == RW_IB_VERSION && t.nonce == NONCE &&
-		      t.nqps >= 1 && t.nqps <= RW_IB_MAX_QPS && t.mtu >= IBV_MTU_256 &&
-		      t.mtu <= IBV_MTU_4096));
+	rw_fuzz_check(bad || (t.magic == RW_IB_MAGIC && t.version == RW_IB_VERSION &&
+			      t.nonce == NONCE && t.nqps >= 1 && t.nqps <= RW_IB_MAX_QPS &&
+			      t.mtu >= IBV_MTU_256 && t.mtu <= IBV_MTU_4096));
 	if (!bad)
 		passed[0]++;
 	c.dev = &dev;
@@ -77,8 +70,8 @@ static void record(uint8_t flags, const uint8_t *data, size_t size)
 			const char *b = rw_ib_info_check(&c, &t, NONCE);
 
 			/* stricter than without a comm, and exact about QPs and link */
-			check(b || !bad);
-			check(b || (t.nqps == c.nqps && t.link_layer == dev.link_layer));
+			rw_fuzz_check(b || !bad);
+			rw_fuzz_check(b || (t.nqps == c.nqps && t.link_layer == dev.link_layer));
 		}
 	}
 }
@@ -97,23 +90,24 @@ static void handle(const uint8_t *data, size_t size)
 	}
 	memcpy(&ih, h, sizeof(ih));
 	rc = rw_ib_handle_addr(h, &ss);
-	check(rc == 0 || rc == -EINVAL);
+	rw_fuzz_check(rc == 0 || rc == -EINVAL);
 	if (rc)
 		return;
 	passed[1]++;
-	check(ih.family == 4 || ih.family == 6);
+	rw_fuzz_check(ih.family == 4 || ih.family == 6);
 	if (ss.ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
 
-		check(ih.family == 4 && in->sin_port == ih.port &&
-		      !memcmp(&in->sin_addr, ih.addr, 4));
+		rw_fuzz_check(ih.family == 4 && in->sin_port == ih.port &&
+			      !memcmp(&in->sin_addr, ih.addr, 4));
 	} else {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
 
-		check(ss.ss_family == AF_INET6 && ih.family == 6 && in6->sin6_port == ih.port &&
-		      in6->sin6_scope_id == ih.scope_id);
+		rw_fuzz_check(ss.ss_family == AF_INET6 && ih.family == 6 &&
+			      in6->sin6_port == ih.port && in6->sin6_scope_id == ih.scope_id);
 	}
-	check(rw_ib_handle_addr(NULL, &ss) == -EINVAL && rw_ib_handle_addr(h, NULL) == -EINVAL);
+	rw_fuzz_check(rw_ib_handle_addr(NULL, &ss) == -EINVAL &&
+		      rw_ib_handle_addr(h, NULL) == -EINVAL);
 }
 
 static void fifo(uint8_t flags, const uint8_t *data, size_t size)
@@ -134,20 +128,20 @@ static void fifo(uint8_t flags, const uint8_t *data, size_t size)
 	}
 	memset(e, 0xa5, sizeof(e));
 	n = rw_ib_cts_parse(slot, seq, e);
-	check(n == -EPROTO || (n >= 0 && n <= RW_NET_MAX_RECVS));
+	rw_fuzz_check(n == -EPROTO || (n >= 0 && n <= RW_NET_MAX_RECVS));
 	if (n == -EPROTO)
-		check(e[0].nreqs < 1 || e[0].nreqs > RW_NET_MAX_RECVS);
+		rw_fuzz_check(e[0].nreqs < 1 || e[0].nreqs > RW_NET_MAX_RECVS);
 	/* a slot is never read for another request */
-	check(rw_ib_cts_parse(slot, seq + 1, e) == 0);
+	rw_fuzz_check(rw_ib_cts_parse(slot, seq + 1, e) == 0);
 	if (n <= 0)
 		return;
 	memset(e, 0xa5, sizeof(e));
-	check(rw_ib_cts_parse(slot, seq, e) == n);
+	rw_fuzz_check(rw_ib_cts_parse(slot, seq, e) == n);
 	passed[2]++;
-	check(n == e[0].nreqs);
+	rw_fuzz_check(n == e[0].nreqs);
 	for (int i = 0; i < n; i++) {
-		check(e[i].seq == seq && e[i].check == rw_ib_cts_check(&e[i]));
-		check(!memcmp(&e[i], &slot[i], offsetof(struct rw_ib_cts, pad)));
+		rw_fuzz_check(e[i].seq == seq && e[i].check == rw_ib_cts_check(&e[i]));
+		rw_fuzz_check(!memcmp(&e[i], &slot[i], offsetof(struct rw_ib_cts, pad)));
 	}
 	/* isend's choice: the first free entry with the tag, an index < n */
 	for (int tag = 0; tag < 4; tag++) {
@@ -156,7 +150,7 @@ static void fifo(uint8_t flags, const uint8_t *data, size_t size)
 		for (int i = 0; i < n && idx < 0; i++)
 			if (e[i].tag == tag)
 				idx = i;
-		check(idx < n);
+		rw_fuzz_check(idx < n);
 	}
 }
 
@@ -167,11 +161,11 @@ static void immediates(const uint8_t *data, size_t size)
 
 		memcpy(&imm, data, 4);
 		imm = ntohl(imm); /* carried in network order */
-		check(rw_ib_imm_idx(imm) < 8 && rw_ib_imm_pieces(imm) < 32 &&
-		      rw_ib_imm_seq(imm) < (1u << 24));
-		check(rw_ib_imm(rw_ib_imm_seq(imm), rw_ib_imm_idx(imm), rw_ib_imm_pieces(imm)) ==
-		      imm);
-		check((rw_ib_imm_seq(imm) % RW_IB_FIFO_SLOTS) < RW_IB_FIFO_SLOTS);
+		rw_fuzz_check(rw_ib_imm_idx(imm) < 8 && rw_ib_imm_pieces(imm) < 32 &&
+			      rw_ib_imm_seq(imm) < (1u << 24));
+		rw_fuzz_check(rw_ib_imm(rw_ib_imm_seq(imm), rw_ib_imm_idx(imm),
+					rw_ib_imm_pieces(imm)) == imm);
+		rw_fuzz_check((rw_ib_imm_seq(imm) % RW_IB_FIFO_SLOTS) < RW_IB_FIFO_SLOTS);
 	}
 }
 
@@ -197,24 +191,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef RW_FUZZ_LIBFUZZER
-/* Without libFuzzer: every seed of the folder given and 2000 mutations of
- * each.  "--seeds DIR" writes the built-in seeds instead. */
-struct seed {
-	uint8_t b[1024];
-	size_t n;
-};
-
-static void put(struct seed *s, const void *p, size_t n)
-{
-	if (s->n + n > sizeof(s->b))
-		abort();
-	memcpy(s->b + s->n, p, n);
-	s->n += n;
-}
-
 /* 0: a good record; 1: an IPv4 and 2: an IPv6 handle; 3: a slot of three
  * entries and a few immediates; 4: a slot of one entry. */
-static int make_seeds(struct seed *sd)
+static int make_seeds(struct rw_fuzz_seed *sd)
 {
 	struct rw_ib_conn_info t = {.magic = RW_IB_MAGIC,
 				    .version = RW_IB_VERSION,
@@ -232,16 +211,15 @@ static int make_seeds(struct seed *sd)
 	uint32_t imms[3] = {htonl(rw_ib_imm(1, 0, 1)), htonl(rw_ib_imm(1, 2, 30)),
 			    htonl(rw_ib_imm(0xffffff, 7, RW_IB_IMM_ERR_SIZE))};
 
-	memset(sd, 0, 5 * sizeof(*sd));
-	put(&sd[0], (const uint8_t[]){0, 0}, 2), put(&sd[0], &t, sizeof(t));
+	rw_fuzz_put(&sd[0], (const uint8_t[]){0, 0}, 2), rw_fuzz_put(&sd[0], &t, sizeof(t));
 	h.port = htons(4791);
 	memcpy(h.addr, (const uint8_t[]){127, 0, 0, 1}, 4);
-	put(&sd[1], (const uint8_t[]){1}, 1), put(&sd[1], &h, sizeof(h));
+	rw_fuzz_put(&sd[1], (const uint8_t[]){1}, 1), rw_fuzz_put(&sd[1], &h, sizeof(h));
 	h.family = 6;
 	memset(h.addr, 0, 16);
 	h.addr[15] = 1;
 	h.scope_id = 2;
-	put(&sd[2], (const uint8_t[]){1}, 1), put(&sd[2], &h, sizeof(h));
+	rw_fuzz_put(&sd[2], (const uint8_t[]){1}, 1), rw_fuzz_put(&sd[2], &h, sizeof(h));
 	for (int i = 0; i < 3; i++) {
 		slot[i] = (struct rw_ib_cts){.addr = 0x10000u * (unsigned)(i + 1),
 					     .size = 4096,
@@ -252,71 +230,38 @@ static int make_seeds(struct seed *sd)
 					     .seq = 1};
 		slot[i].check = rw_ib_cts_check(&slot[i]);
 	}
-	put(&sd[3], (const uint8_t[]){2, 0}, 2), put(&sd[3], slot, sizeof(slot));
-	put(&sd[3], imms, sizeof(imms));
+	rw_fuzz_put(&sd[3], (const uint8_t[]){2, 0}, 2), rw_fuzz_put(&sd[3], slot, sizeof(slot));
+	rw_fuzz_put(&sd[3], imms, sizeof(imms));
 	memset(slot, 0, sizeof(slot));
 	slot[0] = (struct rw_ib_cts){.addr = 1, .size = 1, .nreqs = 1, .seq = 0xffffffffu};
 	slot[0].check = rw_ib_cts_check(&slot[0]);
-	put(&sd[4], (const uint8_t[]){2, 0}, 2), put(&sd[4], slot, sizeof(slot[0]));
+	rw_fuzz_put(&sd[4], (const uint8_t[]){2, 0}, 2), rw_fuzz_put(&sd[4], slot, sizeof(slot[0]));
 	return 5;
 }
 
+/* The seeds get through every parser: the checks above ran. */
+static void verdict(void)
+{
+	print_message("[          ] passed: %ld records, %ld handles, %ld slots\n", passed[0],
+		      passed[1], passed[2]);
+	assert_true(passed[0] && passed[1] && passed[2]);
+}
+
+/* "--seeds DIR" writes the built-in seeds. */
 int main(int argc, char **argv)
 {
-	uint64_t x = 0x2545f4914f6cdd1dull;
-	struct seed sd[64];
-	int nseeds = 0;
-	struct dirent *e;
-	DIR *d;
+	static const struct rw_fuzz_target t = {
+		.name = "fuzz_ib",
+		.one = LLVMFuzzerTestOneInput,
+		.mutations = 2000,
+		.max_edits = 4,
+		.keep = 1,
+		.rng = 0x2545f4914f6cdd1dull,
+		.min_seeds = 1,
+		.make_seeds = make_seeds,
+		.verdict = verdict,
+	};
 
-	if (argc == 3 && !strcmp(argv[1], "--seeds")) {
-		nseeds = make_seeds(sd);
-		for (int i = 0; i < nseeds; i++) {
-			char path[4096];
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%s/seed%d", argv[2], i);
-			f = fopen(path, "wb");
-			if (!f || fwrite(sd[i].b, 1, sd[i].n, f) != sd[i].n)
-				return 1;
-			fclose(f);
-		}
-		return 0;
-	}
-	if (argc != 2 || !(d = opendir(argv[1]))) {
-		fprintf(stderr, "usage: %s <corpus folder> | --seeds <folder>\n", argv[0]);
-		return 1;
-	}
-	while ((e = readdir(d)) && nseeds < 64) {
-		char path[4096];
-		struct seed s;
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", argv[1], e->d_name);
-		f = fopen(path, "rb");
-		if (!f)
-			continue;
-		s.n = fread(s.b, 1, sizeof(s.b), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(s.b, s.n);
-		for (int m = 0; m < 2000 && s.n > 2; m++) {
-			struct seed t = s;
-
-			for (int k = 0; k < 1 + m % 4; k++) {
-				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-				t.b[1 + (x >> 8) % (t.n - 1)] = (uint8_t)(x >> 40);
-			}
-			LLVMFuzzerTestOneInput(t.b, t.n);
-		}
-		nseeds++;
-	}
-	closedir(d);
-	printf("%d seeds, 2000 mutations each: no failure (passed: %ld records, %ld handles, "
-	       "%ld slots)\n",
-	       nseeds, passed[0], passed[1], passed[2]);
-	/* the seeds get through every parser: the checks above ran */
-	return nseeds > 0 && passed[0] && passed[1] && passed[2] ? 0 : 1;
+	return rw_fuzz_main(argc, argv, &t, NULL, 0);
 }
 #endif

@@ -31,13 +31,13 @@
  * Anything goes except a crash, a sanitizer report, a hang, an accept with
  * a refusal in the reply (or the other way round), or objects left behind.
  *
- * Two builds (see tests/coll/fuzz_bootstrap.c): with RW_FUZZ_LIBFUZZER the
+ * Two builds (tests/support/rw_fuzz.h): with RW_FUZZ_LIBFUZZER the
  * libFuzzer entry point only (rw_add_fuzzer fuzz_shm, make fuzz); otherwise
- * a test that runs the seed folder given and 300 mutations of the seeds.
+ * a test that runs the seed folder given and 60 mutations of each seed
+ * (byte 0, the mode, is kept).
  *   build-fuzz/tests/net/fuzz_shm -max_total_time=600 new tests/net/fuzz_shm_corpus
  */
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -54,6 +54,7 @@
 #include "common/rw_common.h"
 #include "common/rw_log.h"
 #include "common/rw_params.h"
+#include "tests/support/rw_fuzz.h"
 #include "transport/rw_net.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_internal.h"
@@ -62,49 +63,24 @@
 #define BUF_BYTES (256 * 1024)
 #define MAX_REQS  16
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 static size_t log_bytes;
 static long accepted, finished; /* hellos accepted, requests ended */
 
-static void quiet_sink(void *arg, enum rw_log_level level, unsigned long flags, const char *file,
-		       int line, const char *msg)
-{
-	(void)arg, (void)level, (void)flags, (void)file, (void)line;
-	log_bytes += strlen(msg);
-}
-
-static const char *fuzz_env(void *arg, const char *name)
-{
-	(void)arg;
-	if (!strcmp(name, "RINGWAY_TIMEOUT_MS"))
-		return "200";
-	if (!strcmp(name, "RINGWAY_SHM_NSLOTS"))
-		return "4";
-	if (!strcmp(name, "RINGWAY_SHM_SLOT_BYTES"))
-		return "4096";
-	if (!strcmp(name, "RINGWAY_SHM_CMA_MIN"))
-		return "16K";
-	return NULL;
-}
-
-static void check(bool ok)
-{
-	if (!ok)
-		abort();
-}
-
 static struct rw_net *net_new(void)
 {
+	/* clang-format off */
+	static const char *const env[] = {
+		"RINGWAY_TIMEOUT_MS",     "200",  /* short deadlines */
+		"RINGWAY_SHM_NSLOTS",     "4",    /* a small ring: full soon */
+		"RINGWAY_SHM_SLOT_BYTES", "4096", /* fragments from 4 KiB */
+		"RINGWAY_SHM_CMA_MIN",    "16K",  /* CMA from 16 KiB */
+		NULL};
+	/* clang-format on */
 	struct rw_config cfg;
 	struct rw_net *n = NULL;
-	static bool ready;
 
-	if (!ready) {
-		rw_log_set_sink(quiet_sink, NULL);
-		ready = true;
-	}
-	rw_config_load(&cfg, fuzz_env, NULL);
+	rw_log_set_sink(rw_fuzz_quiet_sink, &log_bytes);
+	rw_config_load(&cfg, rw_fuzz_env, (void *)env);
 	if (rw_shm_create(&cfg, &n))
 		abort(); /* memfds and abstract sockets must work: not a finding */
 	return n;
@@ -245,7 +221,7 @@ static void hello(const uint8_t *data, size_t size)
 	close(fds[0]);
 	close(fds[1]);
 	for (int i = 0; i < 3 && !c; i++)
-		check(rw_net_accept(l, &c) == 0);
+		rw_fuzz_check(rw_net_accept(l, &c) == 0);
 	if (c) {
 		struct rw_net_mr *mr = NULL;
 		struct rw_net_req *req = NULL;
@@ -254,11 +230,11 @@ static void hello(const uint8_t *data, size_t size)
 		int tag = 0;
 
 		/* accepted: everything was right, and the reply says so */
-		check(s >= 0);
+		rw_fuzz_check(s >= 0);
 		accepted++;
 		got = recv(s, &reply, sizeof(reply), MSG_DONTWAIT);
-		check(got == (ssize_t)sizeof(reply) && reply.status == 0 &&
-		      reply.conn_id == h.conn_id);
+		rw_fuzz_check(got == (ssize_t)sizeof(reply) && reply.status == 0 &&
+			      reply.conn_id == h.conn_id);
 		if (rw_net_reg_mr(c, buf, BUF_BYTES, RW_PTR_HOST, &mr) == 0 &&
 		    rw_net_irecv(c, 1, &d, &sz, &tag, &mr, &req) == 0 && req)
 			test_until(req, 4);
@@ -268,7 +244,7 @@ static void hello(const uint8_t *data, size_t size)
 	} else if (s >= 0 && len == sizeof(h) && !(c0 & 0x40)) {
 		/* refused or still pending (no hello yet): never a reply of 0 */
 		got = recv(s, &reply, sizeof(reply), MSG_DONTWAIT);
-		check(got <= 0 || (got == (ssize_t)sizeof(reply) && reply.status < 0));
+		rw_fuzz_check(got <= 0 || (got == (ssize_t)sizeof(reply) && reply.status < 0));
 	}
 	if (s >= 0)
 		close(s);
@@ -438,127 +414,78 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ring(data + 1, size - 1);
 	else
 		hello(data + 1, size - 1);
-	check(rw_shm_live_total() == 0);
+	rw_fuzz_check(rw_shm_live_total() == 0);
 	return 0;
 }
 
 #ifndef RW_FUZZ_LIBFUZZER
-/* Without libFuzzer: every seed of the folder given, then 300 mutations
- * spread over them.  "--seeds DIR" writes the built-in seeds instead. */
-struct seed {
-	uint8_t b[1024];
-	size_t n;
-};
-
-static void put(struct seed *s, const void *p, size_t n)
-{
-	if (s->n + n > sizeof(s->b))
-		abort();
-	memcpy(s->b + s->n, p, n);
-	s->n += n;
-}
-
-static void put8(struct seed *s, uint8_t v)
-{
-	put(s, &v, 1);
-}
-
 /* 0: a good hello; 1: a good hello with an unsealed segment; 2: a short,
  * closed hello; 3: an honest exchange through the ring (eager, fragments,
  * CMA); 4: forged slots and posts among honest traffic. */
-static int make_seeds(struct seed *sd)
+static int make_seeds(struct rw_fuzz_seed *sd)
 {
 	struct rw_shm_slot sl = {.kind = RW_SHM_SLOT_INLINE, .size = 16, .len = 16};
 	struct rw_shm_post po = {.n = 1, .seq = 0, .size = {4096}};
 	struct rw_shm_hello h = {.conn_id = 7, .seg_bytes = 3};
 
-	memset(sd, 0, 5 * sizeof(*sd));
-	put8(&sd[0], 0), put8(&sd[0], 0x3e), put8(&sd[0], 0x03), put(&sd[0], &h, sizeof(h));
-	put8(&sd[1], 0), put8(&sd[1], 0x3e), put8(&sd[1], 0x05), put(&sd[1], &h, sizeof(h));
-	put8(&sd[2], 0), put8(&sd[2], 0xfe), put8(&sd[2], 20), put(&sd[2], &h, sizeof(h));
-	put8(&sd[3], 1);
+	rw_fuzz_put8(&sd[0], 0), rw_fuzz_put8(&sd[0], 0x3e), rw_fuzz_put8(&sd[0], 0x03),
+		rw_fuzz_put(&sd[0], &h, sizeof(h));
+	rw_fuzz_put8(&sd[1], 0), rw_fuzz_put8(&sd[1], 0x3e), rw_fuzz_put8(&sd[1], 0x05),
+		rw_fuzz_put(&sd[1], &h, sizeof(h));
+	rw_fuzz_put8(&sd[2], 0), rw_fuzz_put8(&sd[2], 0xfe), rw_fuzz_put8(&sd[2], 20),
+		rw_fuzz_put(&sd[2], &h, sizeof(h));
+	rw_fuzz_put8(&sd[3], 1);
 	{
 		const uint8_t recv1[] = {2, 0, 64, 0, 0, 0, 0, 0, 0, 0, 1};
 		const uint8_t recv3[] = {2, 2, 8, 8, 200, 0, 0, 0, 0, 0, 0, 1, 2};
 		const uint8_t sends[] = {3, 1, 1, 4, 3, 40, 2, 4, 3, 0, 0, 4, 3, 200, 2, 4};
 
-		put(&sd[3], recv1, sizeof(recv1));
+		rw_fuzz_put(&sd[3], recv1, sizeof(recv1));
 		for (int i = sizeof(recv1); i < 18; i++)
-			put8(&sd[3], 0);
-		put(&sd[3], recv3, sizeof(recv3));
+			rw_fuzz_put8(&sd[3], 0);
+		rw_fuzz_put(&sd[3], recv3, sizeof(recv3));
 		for (int i = sizeof(recv3); i < 18; i++)
-			put8(&sd[3], 0);
-		put(&sd[3], sends, sizeof(sends));
+			rw_fuzz_put8(&sd[3], 0);
+		rw_fuzz_put(&sd[3], sends, sizeof(sends));
 	}
-	put8(&sd[4], 1);
-	put8(&sd[4], 2), put(&sd[4], (const uint8_t[17]){0, 8}, 17);
-	put8(&sd[4], 0), put(&sd[4], &sl, sizeof(sl)), put8(&sd[4], 16);
+	rw_fuzz_put8(&sd[4], 1);
+	rw_fuzz_put8(&sd[4], 2), rw_fuzz_put(&sd[4], (const uint8_t[17]){0, 8}, 17);
+	rw_fuzz_put8(&sd[4], 0), rw_fuzz_put(&sd[4], &sl, sizeof(sl)), rw_fuzz_put8(&sd[4], 16);
 	for (int i = 0; i < 16; i++)
-		put8(&sd[4], (uint8_t)i);
-	put8(&sd[4], 4);
-	put8(&sd[4], 1), put(&sd[4], &po, sizeof(po));
-	put8(&sd[4], 3), put8(&sd[4], 4), put8(&sd[4], 0);
-	put8(&sd[4], 4);
-	put8(&sd[4], 5), put8(&sd[4], 0), put(&sd[4], (const uint8_t[8]){0xff, 0xff}, 8);
-	put8(&sd[4], 4);
+		rw_fuzz_put8(&sd[4], (uint8_t)i);
+	rw_fuzz_put8(&sd[4], 4);
+	rw_fuzz_put8(&sd[4], 1), rw_fuzz_put(&sd[4], &po, sizeof(po));
+	rw_fuzz_put8(&sd[4], 3), rw_fuzz_put8(&sd[4], 4), rw_fuzz_put8(&sd[4], 0);
+	rw_fuzz_put8(&sd[4], 4);
+	rw_fuzz_put8(&sd[4], 5), rw_fuzz_put8(&sd[4], 0),
+		rw_fuzz_put(&sd[4], (const uint8_t[8]){0xff, 0xff}, 8);
+	rw_fuzz_put8(&sd[4], 4);
 	return 5;
 }
 
+/* The seeds reach the deep end: an accepted hello, finished requests. */
+static void verdict(void)
+{
+	print_message("[          ] %ld hellos accepted, %ld requests ended, %zu log bytes\n",
+		      accepted, finished, log_bytes);
+	assert_true(accepted > 0 && finished > 0 && log_bytes > 0);
+}
+
+/* "--seeds DIR" writes the built-in seeds. */
 int main(int argc, char **argv)
 {
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	struct seed sd[64];
-	int nseeds = 0;
-	struct dirent *e;
-	DIR *d;
+	static const struct rw_fuzz_target t = {
+		.name = "fuzz_shm",
+		.one = LLVMFuzzerTestOneInput,
+		.mutations = 60,
+		.max_edits = 6,
+		.keep = 1,
+		.rng = 0x9e3779b97f4a7c15ull,
+		.min_seeds = 1,
+		.make_seeds = make_seeds,
+		.verdict = verdict,
+	};
 
-	if (argc == 3 && !strcmp(argv[1], "--seeds")) {
-		nseeds = make_seeds(sd);
-		for (int i = 0; i < nseeds; i++) {
-			char path[4096];
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%s/seed%d", argv[2], i);
-			f = fopen(path, "wb");
-			if (!f || fwrite(sd[i].b, 1, sd[i].n, f) != sd[i].n)
-				return 1;
-			fclose(f);
-		}
-		return 0;
-	}
-	if (argc != 2 || !(d = opendir(argv[1]))) {
-		fprintf(stderr, "usage: %s <corpus folder> | --seeds <folder>\n", argv[0]);
-		return 1;
-	}
-	while ((e = readdir(d)) && nseeds < 64) {
-		char path[4096];
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", argv[1], e->d_name);
-		f = fopen(path, "rb");
-		if (!f)
-			continue;
-		sd[nseeds].n = fread(sd[nseeds].b, 1, sizeof(sd[nseeds].b), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(sd[nseeds].b, sd[nseeds].n);
-		nseeds++;
-	}
-	closedir(d);
-	for (int m = 0; m < 300 && nseeds; m++) {
-		struct seed s = sd[m % nseeds];
-
-		for (int k = 0; k < 1 + m % 6 && s.n > 1; k++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			s.b[1 + (x >> 8) % (s.n - 1)] = (uint8_t)(x >> 40);
-		}
-		LLVMFuzzerTestOneInput(s.b, s.n);
-	}
-	printf("%d seeds, 300 mutations: no failure (%ld hellos accepted, %ld requests ended, "
-	       "%zu log bytes)\n",
-	       nseeds, accepted, finished, log_bytes);
-	/* the seeds reach the deep end: an accepted hello, finished requests */
-	return nseeds > 0 && accepted > 0 && finished > 0 && log_bytes > 0 ? 0 : 1;
+	return rw_fuzz_main(argc, argv, &t, NULL, 0);
 }
 #endif

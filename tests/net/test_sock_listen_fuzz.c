@@ -21,9 +21,9 @@
  * Two builds:
  *   - with RW_FUZZ_LIBFUZZER (clang -fsanitize=fuzzer,...): the libFuzzer
  *     entry point only;
- *   - otherwise a cmocka test that runs the built-in seeds and 300
- *     pseudo-random scripts derived from them (a regression check in
- *     every build, ASan included).
+ *   - otherwise a cmocka test (rw_fuzz_main()) that runs the built-in
+ *     seeds and 100 pseudo-random scripts derived from each (a regression
+ *     check in every build, ASan included).
  * By hand, from the repository root (rw_build.h from any build folder):
  *   clang -fsanitize=fuzzer,address,undefined -g -O1 -std=gnu11 -I. \
  *     -I<build>/generated -DRW_FUZZ_LIBFUZZER -o fuzz_sock_listen \
@@ -45,6 +45,7 @@
 #include "common/rw_common.h"
 #include "common/rw_log.h"
 #include "common/rw_params.h"
+#include "tests/support/rw_fuzz.h"
 #include "transport/rw_net.h"
 #include "transport/socket/sock.h"
 #include "transport/socket/sock_internal.h"
@@ -54,30 +55,7 @@
 #define MAX_WRITE  64
 #define RECV_BYTES 65536
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 static size_t log_bytes; /* the messages are formatted, then dropped */
-
-static void quiet_sink(void *arg, enum rw_log_level level, unsigned long flags, const char *file,
-		       int line, const char *msg)
-{
-	(void)arg, (void)level, (void)flags, (void)file, (void)line;
-	log_bytes += strlen(msg);
-}
-
-static const char *fuzz_env(void *arg, const char *name)
-{
-	(void)arg;
-	if (!strcmp(name, "RINGWAY_SOCKET_IFNAME"))
-		return "=lo";
-	if (!strcmp(name, "RINGWAY_SOCKET_FAMILY"))
-		return "ipv4";
-	if (!strcmp(name, "RINGWAY_SOCKET_HELLO_MS"))
-		return "20"; /* some deadlines expire during a run */
-	if (!strcmp(name, "RINGWAY_TIMEOUT_MS"))
-		return "200";
-	return NULL;
-}
 
 struct run {
 	struct rw_net *net;
@@ -156,20 +134,17 @@ static void accept_once(struct run *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static bool ready;
+	static const char *const env[] = {RW_FUZZ_LOOPBACK_ENV, NULL};
 	static char buf[RECV_BYTES];
 	struct rw_config cfg;
 	struct run r = {.buf = buf};
 	unsigned char handle[RW_NET_HANDLE_MAXSIZE];
 	size_t pos = 0;
 
-	if (!ready) {
-		rw_log_set_sink(quiet_sink, NULL);
-		ready = true;
-	}
+	rw_log_set_sink(rw_fuzz_quiet_sink, &log_bytes);
 	for (int s = 0; s < NSLOTS; s++)
 		r.fds[s] = -1;
-	rw_config_load(&cfg, fuzz_env, NULL);
+	rw_config_load(&cfg, rw_fuzz_env, (void *)env);
 	if (rw_sock_create(&cfg, &r.net))
 		abort(); /* loopback must work: not a finding */
 	if (rw_net_listen(r.net, 0, handle, &r.l) || rw_sock_handle_addr(handle, &r.sa))
@@ -229,48 +204,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 
 #ifndef RW_FUZZ_LIBFUZZER
-#include "support/rw_test.h"
-
-struct script {
-	uint8_t b[512];
-	size_t n;
-};
-
-static void put(struct script *sc, const void *p, size_t n)
+static void op(struct rw_fuzz_seed *sc, int kind, int slot)
 {
-	assert_true(sc->n + n <= sizeof(sc->b));
-	memcpy(sc->b + sc->n, p, n);
-	sc->n += n;
+	rw_fuzz_put8(sc, (uint8_t)(kind << 5 | slot));
 }
 
-static void op(struct script *sc, int kind, int slot)
+static void op_write(struct rw_fuzz_seed *sc, int kind, int slot, const void *p, size_t n)
 {
-	uint8_t b = (uint8_t)(kind << 5 | slot);
-
-	put(sc, &b, 1);
-}
-
-static void op_write(struct script *sc, int kind, int slot, const void *p, size_t n)
-{
-	uint8_t len = (uint8_t)n;
-
 	op(sc, kind, slot);
-	put(sc, &len, 1);
-	put(sc, p, n);
+	rw_fuzz_put8(sc, (uint8_t)n);
+	rw_fuzz_put(sc, p, n);
 }
 
-static void op_hello(struct script *sc, int slot, uint8_t stream, uint8_t nstreams, uint8_t id)
+static void op_hello(struct rw_fuzz_seed *sc, int slot, uint8_t stream, uint8_t nstreams,
+		     uint8_t id)
 {
 	uint8_t b[3] = {stream, nstreams, id};
 
 	op(sc, 4, slot);
-	put(sc, b, 3);
+	rw_fuzz_put(sc, b, 3);
 }
 
 /* The seeds: a peer with two streams whose stream 0 then carries an eager
  * message; a hello written byte by byte with the nonce patched in; a flood
  * of strangers and half-open connections. */
-static void make_seeds(struct script seeds[3])
+static int make_seeds(struct rw_fuzz_seed *seeds)
 {
 	struct rw_sock_msg_hdr m = {
 		.marker = RW_SOCK_MSG_MARKER, .kind = RW_SOCK_MSG_EAGER, .size = 16};
@@ -280,7 +238,6 @@ static void make_seeds(struct script seeds[3])
 				  .conn_id = 5};
 	uint8_t msg[sizeof(m) + 16] = {0};
 
-	memset(seeds, 0, 3 * sizeof(*seeds));
 	memcpy(msg, &m, sizeof(m));
 	op(&seeds[0], 0, 0);
 	op(&seeds[0], 0, 1);
@@ -304,51 +261,31 @@ static void make_seeds(struct script seeds[3])
 		if (s % 8 == 7)
 			op(&seeds[2], 5, 0);
 	}
+	return 3;
 }
 
-static void fuzz_seeds(void **state)
+/* The drops were reported; nothing is left live. */
+static void verdict(void)
 {
-	struct script seeds[3], sc;
-	uint64_t x = 0x2545F4914F6CDD1Dull;
-
-	(void)state;
-	make_seeds(seeds);
-	for (int i = 0; i < 3; i++)
-		LLVMFuzzerTestOneInput(seeds[i].b, seeds[i].n);
-	for (int i = 0; i < 300; i++) {
-		sc = seeds[i % 3];
-		for (int k = 0; k < 1 + i % 8; k++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			sc.b[x % sc.n] = (uint8_t)(x >> 32);
-		}
-		LLVMFuzzerTestOneInput(sc.b, sc.n);
-	}
-	assert_true(log_bytes > 0); /* the drops were reported */
+	assert_true(log_bytes > 0);
 	assert_int_equal(rw_sock_live_total(), 0);
 }
 
-/* "--seeds DIR" writes the seeds as files (the corpus of the libFuzzer
- * build); otherwise the cmocka test. */
+/* Without a folder, the built-in seeds (test_sock_listen_fuzz_corpus holds
+ * what "--seeds DIR" writes). */
 int main(int argc, char **argv)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(fuzz_seeds)};
+	static const struct rw_fuzz_target t = {
+		.name = "fuzz_sock_listen",
+		.one = LLVMFuzzerTestOneInput,
+		.mutations = 100,
+		.max_edits = 8,
+		.rng = 0x2545F4914F6CDD1Dull,
+		.min_seeds = 3,
+		.make_seeds = make_seeds,
+		.verdict = verdict,
+	};
 
-	if (argc == 3 && !strcmp(argv[1], "--seeds")) {
-		struct script seeds[3];
-
-		make_seeds(seeds);
-		for (int i = 0; i < 3; i++) {
-			char path[4096];
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%s/seed%d", argv[2], i);
-			f = fopen(path, "wb");
-			if (!f || fwrite(seeds[i].b, 1, seeds[i].n, f) != seeds[i].n)
-				return 1;
-			fclose(f);
-		}
-		return 0;
-	}
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return rw_fuzz_main(argc, argv, &t, NULL, 0);
 }
 #endif

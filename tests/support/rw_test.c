@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/rw_log.h"
+#include "tests/support/rw_fuzz.h"
 
 #define MAX_EXPECT 16
 #define MAX_SEEN   256
@@ -104,19 +105,9 @@ void rw_test_log_dump(FILE *to, const char *prefix)
 	pthread_mutex_unlock(&tlog.lock);
 }
 
-static const char *pairs_env(void *arg, const char *name)
-{
-	const char *const *p = arg;
-
-	for (; p && p[0]; p += 2)
-		if (strcmp(p[0], name) == 0)
-			return p[1];
-	return NULL;
-}
-
 int rw_test_config(struct rw_config *cfg, const char *const *pairs)
 {
-	return rw_config_load(cfg, pairs_env, (void *)pairs);
+	return rw_config_load(cfg, rw_fuzz_env, (void *)pairs);
 }
 
 void rw_test_fill(void *buf, size_t len, uint64_t seed)
