@@ -14,18 +14,20 @@
 #include "coll/rw_coll.h"
 #include "common/rw_log.h"
 
-#define COMM_MAGIC 0x72776363u /* "rwcc" */
-#define REQ_MAGIC  0x72776371u /* "rwcq" */
+/* Object kinds (transport/base/rw_base.h).  What NCCL holds is the
+ * object's handle (rw_obj_handle()): the live set knows it by that. */
+#define COMM_KIND 0x72776363u /* "rwcc" */
+#define REQ_KIND  0x72776371u /* "rwcq" */
 
 struct rw_collnet_comm {
-	uint32_t magic;
+	struct rw_obj obj; /* first */
 	struct rw_plugin *plugin;
 	struct rw_coll_comm *coll;
 	int nranks, rank;
 };
 
 struct rw_collnet_req {
-	uint32_t magic;
+	struct rw_obj obj; /* first */
 	struct rw_coll_req *req;
 	char *tmp;  /* a contiguous copy of scattered parts */
 	int nparts; /* iallgather: parts to scatter tmp into */
@@ -35,10 +37,11 @@ struct rw_collnet_req {
 
 static int get_comm(void *handle, const char *call, struct rw_collnet_comm **out)
 {
-	struct rw_collnet_comm *cc = handle;
+	struct rw_collnet_comm *cc = (struct rw_collnet_comm *)rw_obj_from_handle(handle);
 
 	/* Not live: closed (and freed), or never ours; do not read it. */
-	if (!rw_live_has(cc, NULL, true) || cc->magic != COMM_MAGIC) {
+	if (!rw_live_has(handle, NULL, true) || rw_obj_check(&cc->obj, COMM_KIND) ||
+	    rw_obj_handle_check(&cc->obj, handle)) {
 		RW_WARN(RW_LOG_NET | RW_LOG_COLL,
 			"CollNet/%s %s(collComm=%p): not an open collComm", RW_PLUGIN_NAME, call,
 			handle);
@@ -64,7 +67,7 @@ int rw_collnet_connect(void *const *handles, int nranks, int rank, void *listen_
 	for (int r = 0; r < nranks; r++)
 		if (!handles[r])
 			return rw_plugin_bad_arg("CollNet connect", "a handle is NULL");
-	cc = calloc(1, sizeof(*cc));
+	cc = rw_obj_zalloc(sizeof(*cc));
 	if (!cc)
 		return -ENOMEM;
 	a = (struct rw_coll_comm_args){
@@ -81,17 +84,17 @@ int rw_collnet_connect(void *const *handles, int nranks, int rank, void *listen_
 		free(cc);
 		return rc;
 	}
-	cc->magic = COMM_MAGIC;
+	rw_obj_open(&cc->obj, COMM_KIND);
 	cc->plugin = pc->plugin;
 	cc->nranks = nranks;
 	cc->rank = rank;
-	rc = rw_live_add(cc, NULL);
+	rc = rw_live_add(rw_obj_handle(&cc->obj), NULL);
 	if (rc) {
 		rw_coll_comm_destroy(cc->coll);
 		free(cc);
 		return rc;
 	}
-	*coll_comm = cc;
+	*coll_comm = rw_obj_handle(&cc->obj);
 	return 0;
 }
 
@@ -147,16 +150,16 @@ static int start(struct rw_collnet_comm *cc, const struct rw_coll_args *a, struc
 		rc = rw_plugin_bad_arg("CollNet collective", "request is NULL");
 		goto err_free;
 	}
-	rc = rw_live_add(w, cc);
+	rw_obj_open(&w->obj, REQ_KIND);
+	rc = rw_live_add(rw_obj_handle(&w->obj), cc);
 	if (rc)
 		goto err_free;
 	rc = rw_coll_start(cc->coll, a, &w->req);
 	if (rc) {
-		rw_live_del(w, cc, false);
+		rw_live_del(rw_obj_handle(&w->obj), cc, false);
 		goto err_free;
 	}
-	w->magic = REQ_MAGIC;
-	*request = w;
+	*request = rw_obj_handle(&w->obj);
 	return 0;
 
 err_free:
@@ -184,7 +187,7 @@ int rw_collnet_iallreduce(void *coll_comm, void *send, void *recv, size_t count,
 
 	if (rc)
 		return rc;
-	w = calloc(1, sizeof(*w));
+	w = rw_obj_zalloc(sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->size = count * rw_dtype_size((enum rw_dtype)dtype);
@@ -243,7 +246,7 @@ int rw_collnet_iallgather(void *coll_comm, void *send, int nparts,
 		return rc;
 	if (wo > (size_t)cc->nranks * bpr || wb > (size_t)cc->nranks * bpr - wo)
 		return rw_plugin_bad_arg("CollNet iallgather", "the window lies outside the data");
-	w = calloc(1, sizeof(*w));
+	w = rw_obj_zalloc(sizeof(*w));
 	seg = calloc(2 * (size_t)cc->nranks, sizeof(*seg));
 	if (!w || !seg) {
 		free(w);
@@ -303,7 +306,7 @@ int rw_collnet_ireducescatter(void *coll_comm, int nparts, const struct rw_colln
 	if (wo > (size_t)cc->nranks * bpr || wb > (size_t)cc->nranks * bpr - wo)
 		return rw_plugin_bad_arg("CollNet ireducescatter",
 					 "the window lies outside the data");
-	w = calloc(1, sizeof(*w));
+	w = rw_obj_zalloc(sizeof(*w));
 	seg = calloc(2 * (size_t)cc->nranks, sizeof(*seg));
 	if (!w || !seg) {
 		free(w);
@@ -355,19 +358,20 @@ int rw_collnet_iflush(void *coll_comm, void *data, int size, void *mhandle, void
 
 int rw_collnet_test(void *request, int *done, int *size)
 {
-	struct rw_collnet_req *w = request;
+	struct rw_collnet_req *w = (struct rw_collnet_req *)rw_obj_from_handle(request);
 	size_t bytes = 0;
 	int rc;
 
 	/* A finished request was freed: check the live set before reading. */
-	if (!rw_live_has(w, NULL, true) || w->magic != REQ_MAGIC || !done)
+	if (!rw_live_has(request, NULL, true) || rw_obj_check(&w->obj, REQ_KIND) ||
+	    rw_obj_handle_check(&w->obj, request) || !done)
 		return rw_plugin_bad_arg("CollNet test",
 					 "not a live CollNet request (finished already, or its "
 					 "collComm closed), or done is NULL");
 	rc = rw_coll_test(w->req, done, &bytes);
 	if (rc == 0 && !*done)
 		return 0;
-	rw_live_del(w, NULL, true);
+	rw_live_del(request, NULL, true);
 	if (rc == 0 && w->nparts) {
 		size_t at = 0;
 
@@ -380,7 +384,7 @@ int rw_collnet_test(void *request, int *done, int *size)
 	}
 	if (rc == 0 && size)
 		*size = (int)RW_MIN(w->size, (size_t)INT32_MAX);
-	w->magic = 0;
+	rw_obj_close(&w->obj);
 	free(w->tmp);
 	free(w);
 	return rc;
@@ -393,9 +397,9 @@ int rw_collnet_close_coll(void *coll_comm)
 
 	if (rc)
 		return rc;
-	rw_live_del(cc, NULL, true);
+	rw_live_del(coll_comm, NULL, true);
 	rw_live_del_owned(cc); /* its requests end with it */
-	cc->magic = 0;
+	rw_obj_close(&cc->obj);
 	rw_coll_comm_destroy(cc->coll);
 	free(cc);
 	return 0;

@@ -99,7 +99,7 @@ int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle, void **listen_c
 	if (rc)
 		goto err_retire;
 	pc->u.listen = l;
-	*listen_comm = pc;
+	*listen_comm = rw_pcomm_handle(pc);
 	return 0;
 
 err_retire:
@@ -129,7 +129,7 @@ int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle, void **send_co
 	if (rc)
 		goto err_close;
 	pc->u.comm = c;
-	*send_comm = pc;
+	*send_comm = rw_pcomm_handle(pc);
 	return 0;
 
 err_close:
@@ -159,7 +159,7 @@ int rw_plugin_accept(void *listen_comm, void **recv_comm)
 	if (rc)
 		goto err_close;
 	pc->u.comm = c;
-	*recv_comm = pc;
+	*recv_comm = rw_pcomm_handle(pc);
 	return 0;
 
 err_close:

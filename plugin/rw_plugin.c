@@ -15,8 +15,6 @@
 #include "common/rw_build.h"
 #include "common/rw_log.h"
 
-#define RW_PCOMM_MAGIC 0x72777063u /* "rwpc" */
-
 /* ringway's log levels and flags are NCCL's, so the sink forwards them. */
 static_assert(RW_LOG_WARN == (int)NCCL_LOG_WARN, "log levels differ");
 static_assert(RW_LOG_INFO == (int)NCCL_LOG_INFO, "log levels differ");
@@ -169,7 +167,9 @@ static void plugin_destroy(struct rw_plugin *p)
 	int left = 0;
 
 	for (pc = p->pcomms; pc; pc = pc->next_all) {
-		switch (pc->kind) {
+		if (rw_obj_state(&pc->obj) != RW_OBJ_OPEN)
+			continue;
+		switch (pc->obj.kind & 0xffff) {
 		case RW_PCOMM_LISTEN:
 			rw_net_close_listen(pc->u.listen);
 			left++;
@@ -190,7 +190,7 @@ static void plugin_destroy(struct rw_plugin *p)
 		RW_WARN(RW_LOG_NET, "finalize: %d comm(s) were still open; closed them", left);
 	for (pc = p->pcomms; pc; pc = next) {
 		next = pc->next_all;
-		rw_live_del(pc, NULL, true);
+		rw_live_del(rw_pcomm_handle(pc), NULL, true);
 		rw_live_del_owned(pc);
 		free(pc);
 	}
@@ -220,6 +220,7 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 		rw_log_set_level((enum rw_log_level)p->cfg.debug);
 	p->abi_version = abi_version;
 	p->legacy.plugin = p;
+	rw_grave_init(&p->pcomm_grave, RW_GRAVE_MAX, NULL, 0);
 	p->legacy.traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 
 	rc = rw_net_create(&p->cfg, &p->net);
@@ -436,34 +437,37 @@ int rw_plugin_props(int dev, struct rw_net_props *out)
 
 int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev, struct rw_pcomm **out)
 {
+	struct rw_list *shell;
 	struct rw_pcomm *pc;
 
 	pthread_mutex_lock(&g.lock);
-	pc = p->free_pcomms;
-	if (pc) {
-		p->free_pcomms = pc->next_free;
+	/* Closed wrappers are reused oldest first, once RW_GRAVE_MAX wait:
+	 * a stale handle then aliases a new comm only after that many closes,
+	 * and its generation tells them apart even so. */
+	shell = rw_grave_reuse(&p->pcomm_grave);
+	if (shell) {
+		pc = rw_list_entry(shell, struct rw_pcomm, link);
 	} else {
-		pc = calloc(1, sizeof(*pc));
+		pc = rw_obj_zalloc(sizeof(*pc));
 		if (!pc) {
 			pthread_mutex_unlock(&g.lock);
 			return -ENOMEM;
 		}
+		rw_list_init(&pc->link);
 		pc->next_all = p->pcomms;
 		p->pcomms = pc;
 	}
-	pc->magic = RW_PCOMM_MAGIC;
 	pc->plugin = p;
 	pc->dev = dev;
 	pc->ptr_support = p->props[dev].ptr_support;
 	pc->u.comm = NULL;
-	pc->next_free = NULL;
-	if (rw_live_add(pc, NULL) != 0) {
-		pc->next_free = p->free_pcomms;
-		p->free_pcomms = pc;
+	rw_obj_open(&pc->obj, RW_PCOMM_OBJ(kind));
+	if (rw_live_add(rw_pcomm_handle(pc), NULL) != 0) {
+		rw_obj_close(&pc->obj);
+		rw_grave_bury(&p->pcomm_grave, &pc->link);
 		pthread_mutex_unlock(&g.lock);
 		return -ENOMEM;
 	}
-	__atomic_store_n(&pc->kind, (int)kind, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&g.lock);
 	*out = pc;
 	return 0;
@@ -475,26 +479,29 @@ void rw_pcomm_retire(struct rw_pcomm *pc)
 
 	pthread_mutex_lock(&g.lock);
 	/* Its requests and memory handles went with the transport's comm. */
-	rw_live_del(pc, NULL, true);
+	rw_live_del(rw_pcomm_handle(pc), NULL, true);
 	rw_live_del_owned(pc);
-	__atomic_store_n(&pc->kind, (int)RW_PCOMM_CLOSED, __ATOMIC_RELEASE);
+	rw_obj_close(&pc->obj);
 	pc->u.comm = NULL;
-	pc->next_free = p->free_pcomms;
-	p->free_pcomms = pc;
+	rw_grave_bury(&p->pcomm_grave, &pc->link);
 	pthread_mutex_unlock(&g.lock);
+}
+
+void *rw_pcomm_handle(struct rw_pcomm *pc)
+{
+	return rw_obj_handle(&pc->obj);
 }
 
 struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind)
 {
-	struct rw_pcomm *pc = handle;
+	struct rw_pcomm *pc;
 
-	/* Closed wrappers and those freed by the last finalize are not live:
-	 * never read through them. */
-	if (!rw_live_has(pc, NULL, true))
+	/* Closed wrappers, handles of an older generation and wrappers freed
+	 * by the last finalize are not live: never read through them. */
+	if (!rw_live_has(handle, NULL, true))
 		return NULL;
-	if (pc->magic != RW_PCOMM_MAGIC)
-		return NULL;
-	if (__atomic_load_n(&pc->kind, __ATOMIC_ACQUIRE) != (int)kind)
+	pc = rw_container_of(rw_obj_from_handle(handle), struct rw_pcomm, obj);
+	if (rw_obj_handle_check(&pc->obj, handle) || rw_obj_check(&pc->obj, RW_PCOMM_OBJ(kind)))
 		return NULL;
 	return pc;
 }

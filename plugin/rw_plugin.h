@@ -16,9 +16,11 @@
  * (init .. finalize, one per communicator) and the one context shared by
  * every v6..v10 caller (never finalized: those ABIs have no finalize).
  *
- * Handles given to NCCL.  listenComm/sendComm/recvComm point to a struct
- * rw_pcomm wrapper owned by the plugin; a closed wrapper is kept (and
- * reused for a later comm) until the plugin is destroyed.  Requests and
+ * Handles given to NCCL.  listenComm/sendComm/recvComm name a struct
+ * rw_pcomm wrapper owned by the plugin, with its generation
+ * (rw_obj_handle(), transport/base/rw_base.h); a closed wrapper is kept on
+ * the plugin's graveyard (the oldest reused for a later comm once
+ * RW_GRAVE_MAX are kept) until the plugin is destroyed.  Requests and
  * memory handles are the transport's own objects.  Every handle given out
  * is entered in the live set (rw_live.c) with the wrapper that owns it and
  * leaves it when it ends (test() done, deregMr, close, the last finalize),
@@ -45,6 +47,7 @@
 #include "abi/nccl_net.h"
 #include "common/rw_params.h"
 #include "topo/rw_topo.h"
+#include "transport/base/rw_base.h"
 #include "transport/rw_net.h"
 
 #define RW_PLUGIN_NAME "ringway" /* the tables' name: what NCCL_NET matches */
@@ -74,7 +77,7 @@ struct rw_plugin {
 	int legacy_ready;		      /**< a v6..v10 init ran (plugin lock) */
 	struct rw_plugin_ctx legacy;	      /**< the context of v6..v10 */
 	struct rw_pcomm *pcomms;	      /**< every wrapper (plugin lock) */
-	struct rw_pcomm *free_pcomms;	      /**< closed ones, to reuse */
+	struct rw_grave pcomm_grave;	      /**< closed ones (plugin lock) */
 };
 
 enum rw_pcomm_kind {
@@ -84,10 +87,18 @@ enum rw_pcomm_kind {
 	RW_PCOMM_RECV,
 };
 
-/** What NCCL holds as a listenComm, sendComm or recvComm. */
+/* The object kind (transport/base/rw_base.h) of a wrapper of each kind. */
+#define RW_PCOMM_OBJ(kind) (0x72770000u | (uint32_t)(kind)) /* "rw" */
+
+/**
+ * What NCCL holds as a listenComm, sendComm or recvComm: the wrapper's
+ * handle (rw_pcomm_handle()), which carries its generation, so a handle of
+ * a closed comm whose wrapper a newer comm reuses fails as a closed one.
+ * Closed wrappers wait on the plugin's graveyard (at most RW_GRAVE_MAX,
+ * then the oldest is reused).
+ */
 struct rw_pcomm {
-	uint32_t magic;
-	int kind; /**< enum rw_pcomm_kind, atomic */
+	struct rw_obj obj; /**< first: the handle is its address + generation */
 	struct rw_plugin *plugin;
 	int dev;
 	int ptr_support; /**< the device's RW_PTR_* mask */
@@ -95,8 +106,8 @@ struct rw_pcomm {
 		struct rw_net_listen *listen;
 		struct rw_net_comm *comm;
 	} u;
-	struct rw_pcomm *next_all;  /**< plugin->pcomms */
-	struct rw_pcomm *next_free; /**< plugin->free_pcomms */
+	struct rw_pcomm *next_all; /**< plugin->pcomms */
+	struct rw_list link;	   /**< plugin->pcomm_grave, once closed */
 };
 
 /* --- status (rw_status.c) -------------------------------------------------- */
@@ -217,11 +228,14 @@ ncclResult_t rw_abi_finalize(void *ctx);
 
 /** A wrapper for a new comm of plugin p (plugin lock taken inside). */
 int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev, struct rw_pcomm **out);
-/** Mark closed and keep for reuse; the transport object is already gone. */
+/** Mark closed and bury; the transport object is already gone. */
 void rw_pcomm_retire(struct rw_pcomm *pc);
+/** What NCCL is given for pc (its address and generation). */
+void *rw_pcomm_handle(struct rw_pcomm *pc);
 /**
  * handle as a wrapper of the given kind, or NULL when it is NULL, not a
- * ringway wrapper, closed, or of another kind.  Takes no lock.
+ * ringway wrapper, closed (or of a closed comm whose wrapper was reused),
+ * or of another kind.  Takes only the live set's lock.
  */
 struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind);
 

@@ -40,12 +40,17 @@ const char *rw_obj_what(const struct rw_obj *o, uint32_t kind)
 
 void *rw_obj_zalloc(size_t size)
 {
+	static atomic_uint seed;
 	void *p;
 
-	size = RW_DIV_UP(size, RW_OBJ_ALIGN) * RW_OBJ_ALIGN;
+	size = RW_DIV_UP(RW_MAX(size, sizeof(struct rw_obj)), RW_OBJ_ALIGN) * RW_OBJ_ALIGN;
 	p = aligned_alloc(RW_OBJ_ALIGN, size);
-	if (p)
+	if (p) {
 		memset(p, 0, size);
+		/* Memory malloc hands out again starts another generation. */
+		((struct rw_obj *)p)->gen =
+			atomic_fetch_add_explicit(&seed, 1, memory_order_relaxed);
+	}
 	return p;
 }
 

@@ -148,7 +148,10 @@ int rw_obj_check_any(const struct rw_obj *o, const uint32_t *kinds, int n);
 /** "closed", "completed" (a free slab item), "foreign" or "open": for messages. */
 const char *rw_obj_what(const struct rw_obj *o, uint32_t kind);
 
-/** Zeroed memory of size bytes aligned to RW_OBJ_ALIGN, or NULL; free() it. */
+/** Zeroed memory of size bytes aligned to RW_OBJ_ALIGN for an object whose
+ *  struct rw_obj comes first, or NULL; free() it.  Its generation starts
+ *  from a process-wide counter, so the handle of a freed object whose
+ *  memory is handed out again differs from the new one's. */
 void *rw_obj_zalloc(size_t size);
 /** o (aligned to RW_OBJ_ALIGN) as a handle carrying its generation's low bits. */
 void *rw_obj_handle(struct rw_obj *o);

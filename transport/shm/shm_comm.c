@@ -19,20 +19,32 @@ int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **o
 {
 	/* A full graveyard gives its oldest shell: closed comms cost no more
 	 * than RW_SHM_MAX_SHELLS shells however many come and go. */
-	struct rw_shm_comm *c = rw_shm_unbury_comm(net);
+	struct rw_list *shell = rw_shm_unbury(net, &net->dead_comms);
+	struct rw_shm_comm *c;
 
-	if (c) {
+	if (shell) {
+		/* the shell keeps its generation and its (free) requests */
+		struct rw_obj obj;
+		struct rw_slab reqs;
+
+		c = rw_list_entry(shell, struct rw_shm_comm, link);
 		pthread_mutex_destroy(&c->mr_lock);
+		obj = c->obj;
+		reqs = c->reqs;
 		memset(c, 0, sizeof(*c));
+		c->obj = obj;
+		c->reqs = reqs;
 	} else {
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return -ENOMEM;
+		rw_slab_init(&c->reqs, sizeof(struct rw_shm_req), offsetof(struct rw_shm_req, obj),
+			     RW_SHM_REQ_MAGIC, RW_SHM_SLAB_REQS, RW_SHM_MAX_REQS);
 	}
 	c->base.net = &net->base;
-	c->magic = is_send ? RW_SHM_SEND_MAGIC : RW_SHM_RECV_MAGIC;
+	rw_obj_open(&c->obj, is_send ? RW_SHM_SEND_MAGIC : RW_SHM_RECV_MAGIC);
 	c->is_send = is_send;
-	c->link.kind = RW_SHM_SHELL_COMM;
+	rw_list_init(&c->link);
 	c->d.ctl_fd = -1;
 	c->d.seg_fd = -1;
 	c->d.pidfd = -1;
@@ -79,9 +91,8 @@ void rw_shm_comm_close(struct rw_shm_comm *c)
 	}
 	cuda_release(d);
 	free(d->bounce);
-	rw_shm_live_add(RW_SHM_LIVE_REQS, -d->nreqs);
-	for (size_t i = 0; i < RW_ARRAY_SIZE(d->slabs); i++)
-		free(d->slabs[i]);
+	rw_shm_live_add(RW_SHM_LIVE_REQS, -c->reqs.used);
+	rw_slab_reset(&c->reqs); /* the memory stays with the shell */
 	rw_shm_unmap(d->peer_db, RW_SHM_DB_BYTES);
 	rw_shm_unmap(d->seg, d->seg_bytes);
 	rw_shm_close_fd(&d->ctl_fd);
@@ -91,39 +102,40 @@ void rw_shm_comm_close(struct rw_shm_comm *c)
 	pthread_mutex_lock(&c->mr_lock);
 	for (m = c->mrs; m; m = next) {
 		next = m->next;
-		m->magic = 0;
+		rw_obj_close(&m->obj);
 		free(m);
 		rw_shm_live_add(RW_SHM_LIVE_MRS, -1);
 	}
 	c->mrs = NULL;
 	pthread_mutex_unlock(&c->mr_lock);
-	c->magic = RW_SHM_DEAD_MAGIC;
+	rw_obj_close(&c->obj);
 	rw_shm_live_add(RW_SHM_LIVE_COMMS, -1);
-	rw_shm_bury(rw_shm_comm_net(c), &c->link);
+	rw_shm_bury(rw_shm_comm_net(c), &rw_shm_comm_net(c)->dead_comms, &c->link);
 }
+
+static const uint32_t shm_comm_kinds[2] = {RW_SHM_SEND_MAGIC, RW_SHM_RECV_MAGIC};
 
 int rw_shm_comm_check(struct rw_net_comm *comm, uint32_t magic, const char *call,
 		      struct rw_shm_comm **out)
 {
 	struct rw_shm_comm *c;
+	int any;
 
 	if (!comm)
 		return -EINVAL;
 	c = rw_shm_comm_from(comm);
-	if (c->magic == magic ||
-	    (!magic && (c->magic == RW_SHM_SEND_MAGIC || c->magic == RW_SHM_RECV_MAGIC))) {
+	any = rw_obj_check_any(&c->obj, shm_comm_kinds, 2);
+	if (any == 0 && (!magic || c->obj.kind == magic)) {
 		*out = c;
 		return 0;
 	}
-	if (c->magic == RW_SHM_DEAD_MAGIC) {
+	if (any == -EBADF) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on a closed comm (peer %s)", call,
 			c->peer);
 		return -EBADF;
 	}
 	RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on %s", call,
-		c->magic == RW_SHM_SEND_MAGIC || c->magic == RW_SHM_RECV_MAGIC
-			? "a comm of the other direction"
-			: "a foreign object");
+		any == 0 ? "a comm of the other direction" : "a foreign object");
 	return -EINVAL;
 }
 
@@ -178,40 +190,22 @@ void rw_shm_comm_moved(struct rw_shm_comm *c, uint64_t now)
 
 struct rw_shm_req *rw_shm_req_get(struct rw_shm_comm *c, enum rw_shm_req_kind kind)
 {
-	struct rw_shm_data *d = &c->d;
+	struct rw_shm_req *r = rw_slab_get(&c->reqs);
 
-	if (d->nreqs >= RW_SHM_MAX_REQS)
+	if (!r)
 		return NULL;
-	for (size_t s = 0; s < RW_ARRAY_SIZE(d->slabs); s++) {
-		if (!d->slabs[s]) {
-			d->slabs[s] = calloc(RW_SHM_SLAB_REQS, sizeof(struct rw_shm_req));
-			if (!d->slabs[s])
-				return NULL;
-			for (int i = 0; i < RW_SHM_SLAB_REQS; i++) {
-				d->slabs[s][i].base.comm = &c->base;
-				d->slabs[s][i].magic = RW_SHM_REQ_MAGIC;
-			}
-		}
-		for (int i = 0; i < RW_SHM_SLAB_REQS; i++) {
-			struct rw_shm_req *r = &d->slabs[s][i];
-
-			if (r->kind != RW_SHM_REQ_FREE)
-				continue;
-			memset((char *)r + offsetof(struct rw_shm_req, kind), 0,
-			       sizeof(*r) - offsetof(struct rw_shm_req, kind));
-			r->kind = kind;
-			d->nreqs++;
-			rw_shm_live_add(RW_SHM_LIVE_REQS, 1);
-			return r;
-		}
-	}
-	return NULL;
+	memset((char *)r + offsetof(struct rw_shm_req, kind), 0,
+	       sizeof(*r) - offsetof(struct rw_shm_req, kind));
+	r->base.comm = &c->base;
+	r->kind = kind;
+	rw_shm_live_add(RW_SHM_LIVE_REQS, 1);
+	return r;
 }
 
 static void req_put(struct rw_shm_comm *c, struct rw_shm_req *r)
 {
 	r->kind = RW_SHM_REQ_FREE;
-	c->d.nreqs--;
+	rw_slab_put(&c->reqs, r);
 	rw_shm_live_add(RW_SHM_LIVE_REQS, -1);
 }
 
@@ -269,7 +263,7 @@ int rw_shm_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 	if (!m)
 		return -ENOMEM;
 	m->base.comm = comm;
-	m->magic = RW_SHM_MR_MAGIC;
+	rw_obj_open(&m->obj, RW_SHM_MR_MAGIC);
 	m->addr = data;
 	m->size = size;
 	m->type = type;
@@ -322,10 +316,12 @@ int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 
 	bool found = false;
 
-	if (!c || !m || (c->magic != RW_SHM_SEND_MAGIC && c->magic != RW_SHM_RECV_MAGIC)) {
+	int rc = c ? rw_obj_check_any(&c->obj, shm_comm_kinds, 2) : -EINVAL;
+
+	if (rc || !m) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: deregMr(comm=%p, %p): not an open comm",
 			(void *)comm, (void *)mr);
-		return c && c->magic == RW_SHM_DEAD_MAGIC ? -EBADF : -EINVAL;
+		return rc ? rc : -EINVAL;
 	}
 	/* Look m up by address before reading it: a second deregMr must not
 	 * touch the registration the first one freed. */
@@ -337,14 +333,14 @@ int rw_shm_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 		found = true;
 	}
 	pthread_mutex_unlock(&c->mr_lock);
-	if (!found || m->magic != RW_SHM_MR_MAGIC) {
+	if (!found || rw_obj_check(&m->obj, RW_SHM_MR_MAGIC)) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,
 			"shm: deregMr(%p) from %s: not registered on this comm (deregistered "
 			"already?)",
 			(void *)mr, c->peer);
 		return -EINVAL;
 	}
-	m->magic = 0;
+	rw_obj_close(&m->obj);
 	free(m);
 	rw_shm_live_add(RW_SHM_LIVE_MRS, -1);
 	return 0;
@@ -386,10 +382,11 @@ int rw_shm_test(struct rw_net_req *base, int *done, size_t *sizes)
 	if (!base || !done)
 		return -EINVAL;
 	r = rw_shm_req_from(base);
-	if (r->magic != RW_SHM_REQ_MAGIC || r->kind == RW_SHM_REQ_FREE) {
+	rc = rw_obj_check(&r->obj, RW_SHM_REQ_MAGIC);
+	if (rc) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: test on %s request %p",
-			r->magic == RW_SHM_REQ_MAGIC ? "a completed" : "a foreign", (void *)base);
-		return r->magic == RW_SHM_REQ_MAGIC ? -EBADF : -EINVAL;
+			rc == -EBADF ? "a completed" : "a foreign", (void *)base);
+		return rc;
 	}
 	c = rw_shm_comm_from(base->comm);
 	now = rw_now_ns();

@@ -120,6 +120,28 @@ static void set_peer_name(struct rw_shm_comm *c)
 
 /* --- listen ------------------------------------------------------------ */
 
+/* A new listener: the oldest shell once the graveyard is full, else new memory. */
+static struct rw_shm_listen *listen_alloc(struct rw_shm_net *net)
+{
+	struct rw_list *shell = rw_shm_unbury(net, &net->dead_listeners);
+	struct rw_shm_listen *l;
+	struct rw_obj obj;
+
+	if (shell) {
+		l = rw_list_entry(shell, struct rw_shm_listen, link);
+		obj = l->obj;
+		memset(l, 0, sizeof(*l));
+		l->obj = obj;
+	} else {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return NULL;
+	}
+	rw_list_init(&l->link);
+	rw_obj_open(&l->obj, RW_SHM_LISTEN_MAGIC);
+	return l;
+}
+
 int rw_shm_listen(struct rw_net *base, int dev, void *handle, struct rw_net_listen **listen_comm)
 {
 	struct rw_shm_net *net = rw_shm_net_from(base);
@@ -142,12 +164,10 @@ int rw_shm_listen(struct rw_net *base, int dev, void *handle, struct rw_net_list
 			dev);
 		return -EINVAL;
 	}
-	l = calloc(1, sizeof(*l));
+	l = listen_alloc(rw_shm_net_from(base));
 	if (!l)
 		return -ENOMEM;
 	l->base.net = base;
-	l->magic = RW_SHM_LISTEN_MAGIC;
-	l->link.kind = RW_SHM_SHELL_LISTEN;
 	l->nonce = h.nonce = random64();
 	rw_shm_handle_addr(&h, &addr, &alen);
 	l->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -172,7 +192,9 @@ int rw_shm_listen(struct rw_net *base, int dev, void *handle, struct rw_net_list
 err_close:
 	rw_shm_close_fd(&l->fd);
 err_free:
-	free(l);
+	/* never handed out, but perhaps a reused shell: back to the graveyard */
+	rw_obj_close(&l->obj);
+	rw_shm_bury(rw_shm_net_from(base), &rw_shm_net_from(base)->dead_listeners, &l->link);
 	return rc;
 }
 
@@ -186,17 +208,19 @@ static void pending_drop(struct rw_shm_pending *p)
 static int listen_check(struct rw_net_listen *base, const char *call, struct rw_shm_listen **out)
 {
 	struct rw_shm_listen *l;
+	int rc;
 
 	if (!base)
 		return -EINVAL;
 	l = rw_shm_listen_from(base);
-	if (l->magic == RW_SHM_LISTEN_MAGIC) {
+	rc = rw_obj_check(&l->obj, RW_SHM_LISTEN_MAGIC);
+	if (rc == 0) {
 		*out = l;
 		return 0;
 	}
 	RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s on a %s listener", call,
-		l->magic == RW_SHM_DEAD_MAGIC ? "closed" : "foreign");
-	return l->magic == RW_SHM_DEAD_MAGIC ? -EBADF : -EINVAL;
+		rc == -EBADF ? "closed" : "foreign");
+	return rc;
 }
 
 int rw_shm_close_listen(struct rw_net_listen *base)
@@ -213,9 +237,10 @@ int rw_shm_close_listen(struct rw_net_listen *base)
 		pending_drop(p);
 	}
 	rw_shm_close_fd(&l->fd);
-	l->magic = RW_SHM_DEAD_MAGIC;
+	rw_obj_close(&l->obj);
 	rw_shm_live_add(RW_SHM_LIVE_LISTENERS, -1);
-	rw_shm_bury(rw_shm_net_from(base->net), &l->link);
+	rw_shm_bury(rw_shm_net_from(base->net), &rw_shm_net_from(base->net)->dead_listeners,
+		    &l->link);
 	return 0;
 }
 

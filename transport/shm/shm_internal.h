@@ -13,10 +13,12 @@
  *
  * Ownership.  The rw_shm_net owns every listener and comm it created.  A
  * closed comm or listener gives back everything it held but keeps its small
- * shell (magic RW_SHM_DEAD_MAGIC) on the net's graveyard until
- * rw_net_destroy(), so a late call on it gets -EBADF instead of touching
- * freed memory.  A comm owns its segment mapping, the peer's doorbell
- * mapping, its request slabs and its registrations.
+ * shell (its rw_obj closed, transport/base/rw_base.h) on one of the net's
+ * graveyards until rw_net_destroy(), so a late call on it gets -EBADF
+ * instead of touching freed memory; once RW_GRAVE_MAX shells of a type are
+ * kept, a new object reuses the oldest.  A comm owns its segment mapping,
+ * the peer's doorbell mapping and its registrations; its request slab stays
+ * with the shell (a late test() reads a free request).
  *
  * Threads.  The data path of a comm runs on one thread at a time (rw_net's
  * rule); reg_mr/dereg_mr may run beside it and only touch the comm's
@@ -33,6 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "transport/base/rw_base.h"
 #include "transport/rw_net.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_layout.h"
@@ -52,12 +55,11 @@ static_assert(RW_SHM_MAX_REQS < RW_SHM_POST_RING, "post ring too small");
 static_assert(RW_SHM_MAX_RECVS == RW_NET_MAX_RECVS, "post entries hold RW_NET_MAX_RECVS");
 static_assert(RW_SHM_MAX_REQS % RW_SHM_SLAB_REQS == 0, "whole slabs");
 
-/* Object tags, checked on every entry point. */
+/* Object kinds (struct rw_obj), checked on every entry point. */
 enum rw_shm_magic {
 	RW_SHM_LISTEN_MAGIC = 0x4c4d4853, /* open listener */
 	RW_SHM_SEND_MAGIC = 0x534d4853,	  /* open send comm */
 	RW_SHM_RECV_MAGIC = 0x524d4853,	  /* open receive comm */
-	RW_SHM_DEAD_MAGIC = 0x444d4853,	  /* closed: only the shell is left */
 	RW_SHM_MR_MAGIC = 0x4d4d4853,	  /* registration */
 	RW_SHM_REQ_MAGIC = 0x514d4853,	  /* request (free or in use) */
 };
@@ -72,21 +74,21 @@ enum rw_shm_live_kind {
 	RW_SHM_LIVE_MRS,
 	RW_SHM_LIVE_MAPS,
 	RW_SHM_LIVE_FDS,
+	RW_SHM_LIVE_SHELLS, /* closed comm shells kept (not counted as live) */
 	RW_SHM_LIVE_COUNT
 };
 
-void rw_shm_live_add(enum rw_shm_live_kind k, long delta);
+extern struct rw_live rw_shm_live;
+
+static inline void rw_shm_live_add(enum rw_shm_live_kind k, long delta)
+{
+	rw_live_bump(&rw_shm_live, (int)k, delta);
+}
 void rw_shm_stat_add(long *counter, long delta);
 extern struct rw_shm_stats rw_shm_stats_g;
 
 /** close() an fd this transport counted, and set it to -1. */
 void rw_shm_close_fd(int *fd);
-
-/** Graveyard links (a closed object's shell). */
-struct rw_shm_link {
-	struct rw_shm_link *next;
-	enum { RW_SHM_SHELL_COMM, RW_SHM_SHELL_LISTEN } kind;
-};
 
 /* --- instance ------------------------------------------------------------ */
 
@@ -104,9 +106,9 @@ struct rw_shm_net {
 	struct rw_shm_doorbell *db;
 	uint64_t last_progress_ns; /* atomic: any comm moved anything */
 	bool cuda;		   /* CUDA IPC usable */
-	pthread_mutex_t lock;	   /* graveyard */
-	struct rw_shm_link *dead;  /* shells of closed comms and listeners, newest first */
-	int ndead_comms;	   /* comm shells on dead */
+	pthread_mutex_t lock;	   /* the graveyards */
+	struct rw_grave dead_comms;
+	struct rw_grave dead_listeners;
 };
 
 static inline struct rw_shm_net *rw_shm_net_from(struct rw_net *n)
@@ -114,17 +116,11 @@ static inline struct rw_shm_net *rw_shm_net_from(struct rw_net *n)
 	return rw_container_of(n, struct rw_shm_net, base);
 }
 
-/* Closed comm shells kept; beyond, a new comm reuses the oldest (never freed,
- * so a very old stale handle reads valid memory, but may name the new comm):
- * at most this many plus the comms open at once are kept. */
-#define RW_SHM_MAX_SHELLS 64
-
-/** Keep the shell of a closed object until the net is destroyed. */
-void rw_shm_bury(struct rw_shm_net *net, struct rw_shm_link *link);
-
-/** The oldest comm shell, taken off the graveyard, once RW_SHM_MAX_SHELLS
- * are kept; else NULL. */
-struct rw_shm_comm *rw_shm_unbury_comm(struct rw_shm_net *net);
+/** Keep the shell of a closed object on graveyard g until the net is
+ *  destroyed (under the net's lock). */
+void rw_shm_bury(struct rw_shm_net *net, struct rw_grave *g, struct rw_list *link);
+/** The oldest shell of g, taken off it, once RW_GRAVE_MAX are kept; else NULL. */
+struct rw_list *rw_shm_unbury(struct rw_shm_net *net, struct rw_grave *g);
 
 /* --- listener -------------------------------------------------------------- */
 
@@ -138,8 +134,8 @@ struct rw_shm_pending {
 
 struct rw_shm_listen {
 	struct rw_net_listen base;
-	uint32_t magic;
-	struct rw_shm_link link; /* graveyard, once closed */
+	struct rw_obj obj;   /* RW_SHM_LISTEN_MAGIC */
+	struct rw_list link; /* graveyard, once closed */
 	int fd;
 	uint64_t nonce;
 	struct rw_shm_pending *pending;
@@ -154,7 +150,7 @@ static inline struct rw_shm_listen *rw_shm_listen_from(struct rw_net_listen *l)
 
 struct rw_shm_mr {
 	struct rw_net_mr base;
-	uint32_t magic;
+	struct rw_obj obj; /* RW_SHM_MR_MAGIC */
 	char *addr;
 	size_t size;
 	int type;      /* RW_PTR_HOST or RW_PTR_CUDA */
@@ -188,7 +184,7 @@ struct rw_shm_rbuf {
 
 struct rw_shm_req {
 	struct rw_net_req base;
-	uint32_t magic;
+	struct rw_obj obj; /* RW_SHM_REQ_MAGIC: free in the slab, or open */
 	enum rw_shm_req_kind kind;
 	bool done;
 	int err;		 /* first error, reported by test */
@@ -248,8 +244,6 @@ struct rw_shm_data {
 	int pidfd;			 /* -1 when pidfd_open is unavailable */
 	uint64_t probe_word;		 /* the peer reads this to test CMA */
 
-	struct rw_shm_req *slabs[RW_SHM_MAX_REQS / RW_SHM_SLAB_REQS];
-	int nreqs;			    /* requests handed out */
 	struct rw_shm_req *q_head, *q_tail; /* unfinished, in posting order */
 
 	/* sender */
@@ -286,10 +280,10 @@ struct rw_shm_data {
 
 struct rw_shm_comm {
 	struct rw_net_comm base;
-	uint32_t magic; /* SEND, RECV or DEAD */
+	struct rw_obj obj; /* SEND or RECV; closed: a shell */
 	bool is_send;
-	struct rw_shm_link link; /* graveyard, once closed */
-	char peer[64];		 /* "pid 1234 (conn 0123...)" for messages */
+	struct rw_list link; /* graveyard, once closed */
+	char peer[64];	     /* "pid 1234 (conn 0123...)" for messages */
 	uint64_t conn_id;
 	pid_t peer_pid; /* this namespace (SO_PEERCRED); 0 unknown */
 	int fail;	/* sticky connection error */
@@ -300,6 +294,7 @@ struct rw_shm_comm {
 	pthread_mutex_t mr_lock;
 	struct rw_shm_mr *mrs;
 	struct rw_shm_data d; /* valid while open */
+	struct rw_slab reqs;  /* RW_SHM_REQ_MAGIC; kept with the shell */
 };
 
 static inline struct rw_shm_comm *rw_shm_comm_from(struct rw_net_comm *c)
@@ -372,7 +367,7 @@ int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **o
 /** Give back what an open comm holds (requests are cancelled, the peer is
  *  told) and bury its shell.  Used by close and by failed set-ups. */
 void rw_shm_comm_close(struct rw_shm_comm *c);
-/** Check that comm is an open comm of the given direction (magic; 0: any).
+/** Check that comm is an open comm of the given direction (kind; 0: any).
  *  0, -EBADF (closed) or -EINVAL (other direction, foreign); logged. */
 int rw_shm_comm_check(struct rw_net_comm *comm, uint32_t magic, const char *call,
 		      struct rw_shm_comm **out);

@@ -18,13 +18,8 @@
 
 /* --- live counters ---------------------------------------------------- */
 
-static long live[RW_SHM_LIVE_COUNT];
+struct rw_live rw_shm_live = {.name = "shm", .nkinds = RW_SHM_LIVE_COUNT};
 struct rw_shm_stats rw_shm_stats_g;
-
-void rw_shm_live_add(enum rw_shm_live_kind k, long delta)
-{
-	__atomic_add_fetch(&live[k], delta, __ATOMIC_RELAXED);
-}
 
 void rw_shm_stat_add(long *counter, long delta)
 {
@@ -50,22 +45,18 @@ void rw_shm_close_fd(int *fd)
 
 void rw_shm_live_objects(struct rw_shm_live *out)
 {
-	out->nets = __atomic_load_n(&live[RW_SHM_LIVE_NETS], __ATOMIC_RELAXED);
-	out->listeners = __atomic_load_n(&live[RW_SHM_LIVE_LISTENERS], __ATOMIC_RELAXED);
-	out->comms = __atomic_load_n(&live[RW_SHM_LIVE_COMMS], __ATOMIC_RELAXED);
-	out->reqs = __atomic_load_n(&live[RW_SHM_LIVE_REQS], __ATOMIC_RELAXED);
-	out->mrs = __atomic_load_n(&live[RW_SHM_LIVE_MRS], __ATOMIC_RELAXED);
-	out->maps = __atomic_load_n(&live[RW_SHM_LIVE_MAPS], __ATOMIC_RELAXED);
-	out->fds = __atomic_load_n(&live[RW_SHM_LIVE_FDS], __ATOMIC_RELAXED);
+	out->nets = rw_live_get(&rw_shm_live, RW_SHM_LIVE_NETS);
+	out->listeners = rw_live_get(&rw_shm_live, RW_SHM_LIVE_LISTENERS);
+	out->comms = rw_live_get(&rw_shm_live, RW_SHM_LIVE_COMMS);
+	out->reqs = rw_live_get(&rw_shm_live, RW_SHM_LIVE_REQS);
+	out->mrs = rw_live_get(&rw_shm_live, RW_SHM_LIVE_MRS);
+	out->maps = rw_live_get(&rw_shm_live, RW_SHM_LIVE_MAPS);
+	out->fds = rw_live_get(&rw_shm_live, RW_SHM_LIVE_FDS);
 }
 
 long rw_shm_live_total(void)
 {
-	long sum = 0;
-
-	for (int k = 0; k < RW_SHM_LIVE_COUNT; k++)
-		sum += __atomic_load_n(&live[k], __ATOMIC_RELAXED);
-	return sum;
+	return rw_live_sum(&rw_shm_live, 1u << RW_SHM_LIVE_SHELLS);
 }
 
 /* --- host identity ------------------------------------------------------ */
@@ -210,71 +201,43 @@ static int shm_get_properties(struct rw_net *base, int dev, struct rw_net_props 
 	return 0;
 }
 
-static atomic_long shells;
-
 long rw_shm_live_shells(void)
 {
-	return atomic_load(&shells);
+	return rw_live_get(&rw_shm_live, RW_SHM_LIVE_SHELLS);
 }
 
-void rw_shm_bury(struct rw_shm_net *net, struct rw_shm_link *link)
+void rw_shm_bury(struct rw_shm_net *net, struct rw_grave *g, struct rw_list *link)
 {
 	pthread_mutex_lock(&net->lock);
-	link->next = net->dead;
-	net->dead = link;
-	if (link->kind == RW_SHM_SHELL_COMM) {
-		net->ndead_comms++;
-		atomic_fetch_add(&shells, 1);
-	}
+	rw_grave_bury(g, link);
 	pthread_mutex_unlock(&net->lock);
 }
 
-struct rw_shm_comm *rw_shm_unbury_comm(struct rw_shm_net *net)
+struct rw_list *rw_shm_unbury(struct rw_shm_net *net, struct rw_grave *g)
 {
-	struct rw_shm_link **pp, **oldest = NULL;
-	struct rw_shm_comm *c = NULL;
+	struct rw_list *l;
 
 	pthread_mutex_lock(&net->lock);
-	if (net->ndead_comms >= RW_SHM_MAX_SHELLS) {
-		for (pp = &net->dead; *pp; pp = &(*pp)->next)
-			if ((*pp)->kind == RW_SHM_SHELL_COMM)
-				oldest = pp;
-		if (oldest) {
-			struct rw_shm_link *l = *oldest;
-
-			*oldest = l->next;
-			net->ndead_comms--;
-			atomic_fetch_sub(&shells, 1);
-			c = rw_container_of(l, struct rw_shm_comm, link);
-		}
-	}
+	l = rw_grave_reuse(g);
 	pthread_mutex_unlock(&net->lock);
-	return c;
-}
-
-static void shell_free(struct rw_shm_link *link)
-{
-	if (link->kind == RW_SHM_SHELL_COMM) {
-		struct rw_shm_comm *c = rw_container_of(link, struct rw_shm_comm, link);
-
-		pthread_mutex_destroy(&c->mr_lock);
-		atomic_fetch_sub(&shells, 1);
-		free(c);
-	} else {
-		free(rw_container_of(link, struct rw_shm_listen, link));
-	}
+	return l;
 }
 
 static void shm_destroy(struct rw_net *base)
 {
 	struct rw_shm_net *net = rw_shm_net_from(base);
 
-	while (net->dead) {
-		struct rw_shm_link *l = net->dead;
+	struct rw_list *l;
 
-		net->dead = l->next;
-		shell_free(l);
+	while ((l = rw_grave_pop(&net->dead_comms))) {
+		struct rw_shm_comm *c = rw_list_entry(l, struct rw_shm_comm, link);
+
+		pthread_mutex_destroy(&c->mr_lock);
+		rw_slab_fini(&c->reqs);
+		free(c);
 	}
+	while ((l = rw_grave_pop(&net->dead_listeners)))
+		free(rw_list_entry(l, struct rw_shm_listen, link));
 	pthread_mutex_destroy(&net->lock);
 	rw_shm_unmap(net->db, RW_SHM_DB_BYTES);
 	rw_shm_close_fd(&net->db_fd);
@@ -350,6 +313,8 @@ int rw_shm_create(const struct rw_config *cfg, struct rw_net **out)
 	net->base.cfg = *cfg;
 	net->db_fd = -1;
 	pthread_mutex_init(&net->lock, NULL);
+	rw_grave_init(&net->dead_comms, RW_GRAVE_MAX, &rw_shm_live, RW_SHM_LIVE_SHELLS);
+	rw_grave_init(&net->dead_listeners, RW_GRAVE_MAX, NULL, 0);
 	net->uid = (uint32_t)geteuid();
 	net->pid = getpid();
 	net->nslots = (uint32_t)cfg->shm_nslots;

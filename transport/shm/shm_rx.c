@@ -454,7 +454,7 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 			return -EMSGSIZE;
 		}
 
-		if (!m || m->magic != RW_SHM_MR_MAGIC || mrs[i]->comm != comm ||
+		if (!m || rw_obj_check(&m->obj, RW_SHM_MR_MAGIC) || mrs[i]->comm != comm ||
 		    (sizes[i] && (!data[i] || (char *)data[i] < m->addr ||
 				  (char *)data[i] + sizes[i] > m->addr + m->size))) {
 			RW_WARN(RW_LOG_NET | RW_LOG_SHM,

@@ -340,7 +340,8 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 			size, tag, c->peer, rw_shm_comm_net(c)->props.max_p2p_bytes);
 		return -EMSGSIZE;
 	}
-	if (!req || !m || m->magic != RW_SHM_MR_MAGIC || mr->comm != comm || (size && !data) ||
+	if (!req || !m || rw_obj_check(&m->obj, RW_SHM_MR_MAGIC) || mr->comm != comm ||
+	    (size && !data) ||
 	    (size && ((char *)data < m->addr || (char *)data + size > m->addr + m->size)) ||
 	    (m->type == RW_PTR_CUDA && !m->exported)) {
 		RW_WARN(RW_LOG_NET | RW_LOG_SHM,

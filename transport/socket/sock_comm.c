@@ -11,9 +11,13 @@
  * posts of receives nobody filled) does not turn the close into a reset. */
 #define CLOSE_DRAIN_BYTES (1 << 20)
 
-struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t magic, const char *peer)
+const uint32_t rw_sock_comm_kinds[2] = {RW_SOCK_SEND_MAGIC, RW_SOCK_RECV_MAGIC};
+
+struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t kind, const char *peer)
 {
 	struct rw_sock_comm *c = NULL;
+	struct rw_obj obj;
+	struct rw_slab reqs;
 
 	/* A full graveyard gives its oldest shell: closed comms cost no more
 	 * than RW_SOCK_MAX_SHELLS shells however many come and go. */
@@ -25,17 +29,25 @@ struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t magic,
 	}
 	pthread_mutex_unlock(&net->lock);
 	if (c) {
+		/* The shell keeps its generation and its (free) requests. */
 		rw_sock_shells_add(-1);
 		free(c->conn);
 		pthread_mutex_destroy(&c->mr_lock);
+		obj = c->obj;
+		reqs = c->reqs;
 		memset(c, 0, sizeof(*c));
+		c->obj = obj;
+		c->reqs = reqs;
 	} else {
 		c = calloc(1, sizeof(*c));
 		if (!c)
 			return NULL;
+		rw_slab_init(&c->reqs, sizeof(struct rw_sock_req),
+			     offsetof(struct rw_sock_req, obj), RW_SOCK_REQ_MAGIC,
+			     RW_SOCK_SLAB_REQS, RW_SOCK_MAX_REQS);
 	}
 	c->base.net = &net->base;
-	c->magic = magic;
+	rw_obj_open(&c->obj, kind);
 	c->net = net;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->min_stripe = net->base.cfg.socket_min_stripe;
@@ -91,7 +103,8 @@ void rw_sock_comm_free(struct rw_sock_comm *c)
 {
 	free(c->conn);
 	pthread_mutex_destroy(&c->mr_lock);
-	if (c->magic != RW_SOCK_DEAD_MAGIC)
+	rw_slab_fini(&c->reqs);
+	if (rw_obj_state(&c->obj) == RW_OBJ_OPEN)
 		rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);
 	else
 		rw_sock_shells_add(-1);
@@ -149,8 +162,8 @@ static bool comm_busy(const struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
 
-	if (d->nreqs || (c->magic == RW_SOCK_RECV_MAGIC ? d->rx.state != RW_SOCK_RX_HDR
-							: d->tx.q0_head != d->tx.q0_tail))
+	if (c->reqs.used || (c->obj.kind == RW_SOCK_RECV_MAGIC ? d->rx.state != RW_SOCK_RX_HDR
+							       : d->tx.q0_head != d->tx.q0_tail))
 		return true;
 	for (int i = 0; i < d->nstreams; i++)
 		if (!rw_sock_stream_idle(&d->streams[i]))
@@ -185,13 +198,8 @@ void rw_sock_comm_close(struct rw_sock_comm *c)
 		pthread_mutex_destroy(&s->lock);
 		pthread_cond_destroy(&s->cond);
 	}
-	rw_sock_live_add(RW_SOCK_LIVE_REQS, -d->nreqs);
-	while (d->slabs) {
-		struct rw_sock_req_slab *next = d->slabs->next;
-
-		free(d->slabs);
-		d->slabs = next;
-	}
+	rw_sock_live_add(RW_SOCK_LIVE_REQS, -c->reqs.used);
+	rw_slab_reset(&c->reqs); /* the memory stays with the shell */
 	free(d);
 	c->d = NULL;
 
@@ -200,13 +208,13 @@ void rw_sock_comm_close(struct rw_sock_comm *c)
 		struct rw_sock_mr *m = rw_container_of(c->mrs.next, struct rw_sock_mr, link);
 
 		rw_sock_list_del(&m->link);
-		m->magic = 0;
+		rw_obj_close(&m->obj);
 		free(m);
 		rw_sock_live_add(RW_SOCK_LIVE_MRS, -1);
 	}
 	pthread_mutex_unlock(&c->mr_lock);
 
-	c->magic = RW_SOCK_DEAD_MAGIC;
+	rw_obj_close(&c->obj);
 	rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);
 	pthread_mutex_lock(&sn->lock);
 	rw_sock_list_del(&c->link);
@@ -219,21 +227,10 @@ void rw_sock_comm_close(struct rw_sock_comm *c)
 static int close_comm(struct rw_net_comm *comm, uint32_t magic, const char *call)
 {
 	struct rw_sock_comm *c;
+	int rc = rw_sock_data_comm(comm, magic, call, &c);
 
-	if (!comm)
-		return -EINVAL;
-	c = rw_sock_comm_from(comm);
-	if (c->magic == RW_SOCK_DEAD_MAGIC) {
-		RW_WARN(RW_LOG_NET, "socket: %s on a closed comm (peer %s)", call, c->peer);
-		return -EBADF;
-	}
-	if (c->magic != magic) {
-		RW_WARN(RW_LOG_NET, "socket: %s on a %s", call,
-			c->magic == RW_SOCK_SEND_MAGIC || c->magic == RW_SOCK_RECV_MAGIC
-				? "comm of the other direction"
-				: "foreign object");
-		return -EINVAL;
-	}
+	if (rc)
+		return rc;
 	rw_sock_comm_close(c);
 	return 0;
 }
@@ -251,16 +248,15 @@ int rw_sock_close_recv(struct rw_net_comm *comm)
 /* An open comm of either direction, or -EBADF/-EINVAL (logged). */
 static int comm_check(struct rw_net_comm *comm, const char *call)
 {
-	struct rw_sock_comm *c;
+	int rc;
 
 	if (!comm)
 		return -EINVAL;
-	c = rw_sock_comm_from(comm);
-	if (c->magic == RW_SOCK_SEND_MAGIC || c->magic == RW_SOCK_RECV_MAGIC)
-		return 0;
-	RW_WARN(RW_LOG_NET, "socket: %s on a %s comm", call,
-		c->magic == RW_SOCK_DEAD_MAGIC ? "closed" : "foreign");
-	return c->magic == RW_SOCK_DEAD_MAGIC ? -EBADF : -EINVAL;
+	rc = rw_obj_check_any(&rw_sock_comm_from(comm)->obj, rw_sock_comm_kinds, 2);
+	if (rc)
+		RW_WARN(RW_LOG_NET, "socket: %s on a %s comm", call,
+			rc == -EBADF ? "closed" : "foreign");
+	return rc;
 }
 
 int rw_sock_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
@@ -294,7 +290,7 @@ int rw_sock_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 	if (!m)
 		return -ENOMEM;
 	m->base.comm = comm;
-	m->magic = RW_SOCK_MR_MAGIC;
+	rw_obj_open(&m->obj, RW_SOCK_MR_MAGIC);
 	m->addr = data;
 	m->size = size;
 	pthread_mutex_lock(&c->mr_lock);
@@ -337,7 +333,7 @@ int rw_sock_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 			rw_sock_comm_dir(c), c->peer);
 		return -EINVAL;
 	}
-	m->magic = 0;
+	rw_obj_close(&m->obj);
 	free(m);
 	rw_sock_live_add(RW_SOCK_LIVE_MRS, -1);
 	return 0;
@@ -373,46 +369,22 @@ int rw_sock_mr_check(struct rw_sock_comm *c, struct rw_net_mr *mr, const void *d
 
 struct rw_sock_req *rw_sock_req_alloc(struct rw_sock_comm *c)
 {
-	struct rw_sock_data *d = c->d;
-	struct rw_sock_req *r;
+	struct rw_sock_req *r = rw_slab_get(&c->reqs);
 
-	if (!d->free) {
-		struct rw_sock_req_slab *slab;
-
-		if (d->nslabs * RW_SOCK_SLAB_REQS >= RW_SOCK_MAX_REQS)
-			return NULL;
-		slab = calloc(1, sizeof(*slab));
-		if (!slab)
-			return NULL;
-		slab->next = d->slabs;
-		d->slabs = slab;
-		d->nslabs++;
-		for (int i = RW_SOCK_SLAB_REQS - 1; i >= 0; i--) {
-			slab->reqs[i].base.comm = &c->base;
-			slab->reqs[i].magic = RW_SOCK_REQ_MAGIC;
-			slab->reqs[i].next_free = d->free;
-			d->free = &slab->reqs[i];
-		}
-	}
-	r = d->free;
-	d->free = r->next_free;
-	r->next_free = NULL;
+	if (!r)
+		return NULL;
+	r->base.comm = &c->base;
 	r->err = 0;
 	atomic_store_explicit(&r->parts, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->cut, false, memory_order_relaxed);
 	r->post_ms = rw_now_ms();
-	d->nreqs++;
 	rw_sock_live_add(RW_SOCK_LIVE_REQS, 1);
 	return r;
 }
 
 void rw_sock_req_free(struct rw_sock_comm *c, struct rw_sock_req *r)
 {
-	struct rw_sock_data *d = c->d;
-
 	r->kind = RW_SOCK_REQ_FREE;
-	r->next_free = d->free;
-	d->free = r;
-	d->nreqs--;
+	rw_slab_put(&c->reqs, r);
 	rw_sock_live_add(RW_SOCK_LIVE_REQS, -1);
 }

@@ -34,16 +34,16 @@ int rw_sock_data_comm(struct rw_net_comm *comm, uint32_t magic, const char *call
 	if (!comm)
 		return -EINVAL;
 	c = rw_sock_comm_from(comm);
-	if (c->magic == magic) {
+	if (rw_obj_check(&c->obj, magic) == 0) {
 		*out = c;
 		return 0;
 	}
-	if (c->magic == RW_SOCK_DEAD_MAGIC) {
+	if (rw_obj_check_any(&c->obj, rw_sock_comm_kinds, 2) == -EBADF) {
 		RW_WARN(RW_LOG_NET, "socket: %s on a closed comm (peer %s)", call, c->peer);
 		return -EBADF;
 	}
 	RW_WARN(RW_LOG_NET, "socket: %s on a %s", call,
-		c->magic == RW_SOCK_SEND_MAGIC || c->magic == RW_SOCK_RECV_MAGIC
+		rw_obj_check_any(&c->obj, rw_sock_comm_kinds, 2) == 0
 			? "comm of the other direction"
 			: "foreign object");
 	return -EINVAL;
@@ -402,7 +402,7 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 		if (rc)
 			return rc;
 	}
-	if (d->nreqs >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS) {
+	if (c->reqs.used >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS) {
 		*req = NULL;
 		return 0;
 	}
@@ -494,10 +494,11 @@ int rw_sock_test(struct rw_net_req *req, int *done, size_t *sizes)
 	if (!req || !done)
 		return -EINVAL;
 	r = rw_container_of(req, struct rw_sock_req, base);
-	if (r->magic != RW_SOCK_REQ_MAGIC || r->kind == RW_SOCK_REQ_FREE) {
+	err = rw_obj_check(&r->obj, RW_SOCK_REQ_MAGIC);
+	if (err) {
 		RW_WARN(RW_LOG_NET, "socket: test on %s request %p",
-			r->magic == RW_SOCK_REQ_MAGIC ? "a completed" : "a foreign", (void *)req);
-		return r->magic == RW_SOCK_REQ_MAGIC ? -EBADF : -EINVAL;
+			err == -EBADF ? "a completed" : "a foreign", (void *)req);
+		return err;
 	}
 	c = rw_sock_comm_from(req->comm);
 	recv = r->kind == RW_SOCK_REQ_RECV;

@@ -39,6 +39,7 @@
 
 #include "common/rw_common.h"
 #include "common/rw_log.h"
+#include "transport/base/rw_base.h"
 #include "transport/rw_net.h"
 #include "transport/socket/sock.h"
 #include "transport/socket/sock_proto.h"
@@ -66,12 +67,14 @@ static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "one entry per buffer of a 
  * report -1 or fail): NCCL's own assumption for such devices, 10 Gb/s. */
 #define RW_SOCK_DEFAULT_SPEED_MBPS 10000
 
-/* Object tags, checked on every entry point. */
+/* Object tags, checked on every entry point.  Comms, registrations and
+ * requests carry them as the kind of their struct rw_obj header
+ * (transport/base/rw_base.h), whose state says open or closed. */
 enum rw_sock_magic {
 	RW_SOCK_LISTEN_MAGIC = 0x4c4b5357, /* open listener */
 	RW_SOCK_SEND_MAGIC = 0x534b5357,   /* send comm, connecting or open */
 	RW_SOCK_RECV_MAGIC = 0x524b5357,   /* recv comm */
-	RW_SOCK_DEAD_MAGIC = 0x444b5357,   /* closed: only a shell is left */
+	RW_SOCK_DEAD_MAGIC = 0x444b5357,   /* closed listener: only a shell is left */
 	RW_SOCK_MR_MAGIC = 0x4d4b5357,
 	RW_SOCK_REQ_MAGIC = 0x514b5357,
 };
@@ -251,9 +254,8 @@ struct rw_sock_entry {
 
 struct rw_sock_req {
 	struct rw_net_req base;
-	uint32_t magic;
+	struct rw_obj obj; /* RW_SOCK_REQ_MAGIC; free in the slab, or open */
 	enum rw_sock_req_kind kind;
-	struct rw_sock_req *next_free;
 	atomic_int parts; /* pieces still moving (helpers, eager payload) */
 	atomic_bool cut;  /* a piece was let go of unfinished (comm failed) */
 	int err;	  /* its own failure (a send refused as too large) */
@@ -267,11 +269,6 @@ struct rw_sock_req {
 	int n;
 	int msgs_left; /* headers not read yet */
 	struct rw_sock_entry e[RW_SOCK_MAX_RECVS];
-};
-
-struct rw_sock_req_slab {
-	struct rw_sock_req_slab *next;
-	struct rw_sock_req reqs[RW_SOCK_SLAB_REQS];
 };
 
 /** A receive the peer posted, as its sender sees it. */
@@ -357,10 +354,6 @@ struct rw_sock_data {
 	atomic_int err;		      /* first connection error, sticky */
 	_Atomic uint64_t progress_ms; /* last time bytes moved */
 	bool helpers_started;	      /* threads of streams 1..n-1 */
-	int nreqs;		      /* requests handed out */
-	int nslabs;
-	struct rw_sock_req_slab *slabs;
-	struct rw_sock_req *free;
 	union {
 		struct rw_sock_tx tx;
 		struct rw_sock_rx rx;
@@ -371,7 +364,7 @@ struct rw_sock_data {
 
 struct rw_sock_mr {
 	struct rw_net_mr base;
-	uint32_t magic;
+	struct rw_obj obj; /* RW_SOCK_MR_MAGIC */
 	struct rw_sock_link link;
 	char *addr;
 	size_t size;
@@ -379,7 +372,7 @@ struct rw_sock_mr {
 
 struct rw_sock_comm {
 	struct rw_net_comm base;
-	uint32_t magic;		  /* SEND, RECV or DEAD */
+	struct rw_obj obj;	  /* kind SEND or RECV; closed: a shell */
 	struct rw_sock_link link; /* one of the net's lists */
 	struct rw_sock_net *net;
 	char peer[RW_SOCK_ADDRSTRLEN];
@@ -389,6 +382,9 @@ struct rw_sock_comm {
 	pthread_mutex_t mr_lock;      /* reg_mr may race the data path */
 	struct rw_sock_link mrs;
 	struct rw_sock_data *d; /* NULL while connecting and once closed */
+	/* Requests (RW_SOCK_REQ_MAGIC): kept with the shell, so test() on a
+	 * request of a closed comm reads a free request, not freed memory. */
+	struct rw_slab reqs;
 };
 
 static inline struct rw_sock_comm *rw_sock_comm_from(struct rw_net_comm *c)
@@ -396,9 +392,12 @@ static inline struct rw_sock_comm *rw_sock_comm_from(struct rw_net_comm *c)
 	return rw_container_of(c, struct rw_sock_comm, base);
 }
 
+/** The kinds of a comm, either direction (sock_comm.c). */
+extern const uint32_t rw_sock_comm_kinds[2];
+
 static inline const char *rw_sock_comm_dir(const struct rw_sock_comm *c)
 {
-	return c->magic == RW_SOCK_RECV_MAGIC ? "recv comm from" : "send comm to";
+	return c->obj.kind == RW_SOCK_RECV_MAGIC ? "recv comm from" : "send comm to";
 }
 
 /* --- sock_util.c ---------------------------------------------------------- */
@@ -444,8 +443,9 @@ void rw_sock_connect_abandon(struct rw_sock_comm *c);
 
 /* --- sock_comm.c --------------------------------------------------------- */
 
-/** A comm without streams yet (counted).  NULL when out of memory. */
-struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t magic, const char *peer);
+/** A comm of kind RW_SOCK_SEND_MAGIC or RW_SOCK_RECV_MAGIC without streams
+ *  yet (counted).  NULL when out of memory. */
+struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t kind, const char *peer);
 /** Give the comm its streams; takes the fds (sets them to -1) on success. */
 int rw_sock_comm_start(struct rw_sock_comm *c, int *fds, int nstreams);
 /** Free a comm that never started (connect failed).  Unlinks nothing. */
@@ -490,7 +490,7 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 int rw_sock_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
 		   struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_sock_test(struct rw_net_req *req, int *done, size_t *sizes);
-/** A comm of the given magic, or -EBADF (closed) / -EINVAL (logged). */
+/** An open comm of the given kind, or -EBADF (closed) / -EINVAL (logged). */
 int rw_sock_data_comm(struct rw_net_comm *comm, uint32_t magic, const char *call,
 		      struct rw_sock_comm **out);
 

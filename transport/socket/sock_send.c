@@ -387,7 +387,7 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, st
 	}
 	tx->wait_ms = 0;
 	striped = size >= c->min_stripe && d->nstreams > 1 && size <= p->caps[i];
-	if (d->nreqs >= RW_SOCK_MAX_REQS || tx->q0_tail - tx->q0_head >= RW_SOCK_MAX_REQS ||
+	if (c->reqs.used >= RW_SOCK_MAX_REQS || tx->q0_tail - tx->q0_head >= RW_SOCK_MAX_REQS ||
 	    (striped && !rw_sock_stripe_room(d, size))) {
 		*req = NULL; /* no room now: NCCL tries again */
 		return 0;

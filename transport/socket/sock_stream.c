@@ -115,7 +115,7 @@ static int op_recv(struct rw_sock_stream *s, struct rw_sock_op *op)
 static void *stream_main(void *arg)
 {
 	struct rw_sock_stream *s = arg;
-	bool sender = s->comm->magic == RW_SOCK_SEND_MAGIC;
+	bool sender = s->comm->obj.kind == RW_SOCK_SEND_MAGIC;
 
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
