@@ -71,18 +71,19 @@ int rw_world_default_root(const struct rw_config *cfg, char *buf, size_t len)
 static const struct pub_field {
 	const char *name, *env;
 	size_t offset, end;
-	bool is_str;
+	bool is_str, secret;
 } pub_fields[] = {
-#define PUB(f, env, str)                                                                           \
+#define PUB(f, var, ...)                                                                           \
 	{                                                                                          \
-#f, env, offsetof(rw_config_t, f), FIELD_END(f), str                               \
+		.name = #f, .env = var, .offset = offsetof(rw_config_t, f), .end = FIELD_END(f),   \
+		__VA_ARGS__                                                                        \
 	}
-	PUB(algo, "RINGWAY_ALGO", true),
-	PUB(nchannels, "RINGWAY_NCHANNELS", false),
-	PUB(chunk_bytes, "RINGWAY_CHUNK_BYTES", false),
-	PUB(transport, "RINGWAY_TRANSPORT", true),
-	PUB(timeout_ms, "RINGWAY_TIMEOUT_MS", false),
-	PUB(secret, "RINGWAY_SECRET", true),
+	PUB(algo, "RINGWAY_ALGO", .is_str = true),
+	PUB(nchannels, "RINGWAY_NCHANNELS", .is_str = false),
+	PUB(chunk_bytes, "RINGWAY_CHUNK_BYTES", .is_str = false),
+	PUB(transport, "RINGWAY_TRANSPORT", .is_str = true),
+	PUB(timeout_ms, "RINGWAY_TIMEOUT_MS", .is_str = false),
+	PUB(secret, "RINGWAY_SECRET", .is_str = true, .secret = true),
 #undef PUB
 };
 
@@ -127,7 +128,6 @@ int rw_world_config_apply(struct rw_config *cfg, const rw_config_t *pub)
 		const struct pub_field *f = &pub_fields[i];
 		const struct rw_param_desc *d;
 		const void *field = (const char *)pub + f->offset;
-		bool secret = strcmp(f->name, "secret") == 0;
 		const char *value;
 		char num[32], shown[80], want[128];
 
@@ -137,7 +137,7 @@ int rw_world_config_apply(struct rw_config *cfg, const rw_config_t *pub)
 			value = *(const char *const *)field;
 			if (!value)
 				continue;
-			if (secret)
+			if (f->secret)
 				snprintf(shown, sizeof(shown), "(hidden, %zu bytes)",
 					 strlen(value));
 			else
@@ -154,7 +154,7 @@ int rw_world_config_apply(struct rw_config *cfg, const rw_config_t *pub)
 		rc = rw_config_set(cfg, f->env, value);
 		if (rc == 0) {
 			RW_INFO(RW_LOG_INIT | RW_LOG_ENV, "%s: config->%s = %s (wins over %s)",
-				call, f->name, secret ? "(hidden)" : shown, f->env);
+				call, f->name, f->secret ? "(hidden)" : shown, f->env);
 			continue;
 		}
 		d = rw_param_find(f->env);
