@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The operations every ABI version shares, on ringway's own types: argument
- * checks, comm wrappers, and the calls into rw_net.  The net_vN.c adapters
+ * checks, comm wrappers, and the calls into rw_net.  The net_tables.c adapters
  * only convert their version's types and call these.
  */
 #include "plugin/rw_plugin.h"

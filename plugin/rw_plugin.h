@@ -3,7 +3,7 @@
  * plugin/: the NCCL net plugin shell, libnccl-net-ringway.so.
  *
  * NCCL dlopen()s the library and dlsym()s ncclNetPlugin_v6 .. _v12 (const
- * data objects defined in net_vN.c).  Each is a thin adapter: it checks its
+ * data objects defined in net_tables.c).  Each is a thin adapter: it checks its
  * arguments, converts the version's types and calls the version-independent
  * rw_plugin_*() functions below, which reach the transport only through the
  * rw_net_*() inlines of transport/rw_net.h.  rw_status_to_nccl() is the one
@@ -186,7 +186,7 @@ int rw_plugin_close_listen(void *listen_comm);
 /*
  * --- ABI-typed entry points shared by several tables (net_common.c) ---------
  * Each is the exact type of a slot in every table that uses it (the device
- * handle types of v7..v12 are one type); net_vN.c adds what differs.
+ * handle types of v7..v12 are one type); net_tables.c adds what differs.
  */
 ncclResult_t rw_abi_devices(int *ndev);
 ncclResult_t rw_abi_listen_legacy(int dev, void *handle, void **listen_comm);
@@ -274,7 +274,7 @@ ncclResult_t rw_abi_get_properties_v9(int dev, ncclNetProperties_v9_t *props); /
 ncclResult_t rw_abi_get_properties_v11(int dev, ncclNetProperties_v11_t *props);
 ncclResult_t rw_abi_get_properties_v12(int dev, ncclNetProperties_v12_t *props);
 
-/* --- the exported tables (net_vN.c); nothing else leaves the .so ---------- */
+/* --- the exported tables (net_tables.c); nothing else leaves the .so ---------- */
 
 #define RW_PLUGIN_EXPORT __attribute__((visibility("default")))
 

@@ -43,10 +43,11 @@
 #include "transport/rw_net.h"
 #include "transport/socket/sock.h"
 #include "transport/socket/sock_proto.h"
+#include "transport/tcp/rw_tcp.h"
 
 static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "one entry per buffer of a receive");
 
-#define RW_SOCK_ADDRSTRLEN 72 /* "[v6addr%scope]:port" */
+#define RW_SOCK_ADDRSTRLEN RW_TCP_ADDRSTRLEN /* "[v6addr%scope]:port" */
 #define RW_SOCK_MAX_DEVS   32
 #define RW_SOCK_MAX_REQS   (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS)
 #define RW_SOCK_SLAB_REQS  32		/* requests allocated together */
@@ -188,6 +189,7 @@ struct rw_sock_asm {
 
 struct rw_sock_listen {
 	struct rw_net_listen base;
+	struct rw_tcp_gate gate; /* sockets owing their hello (tcp_gate.c's policy) */
 	uint32_t magic;
 	struct rw_sock_link link; /* net->listeners, then net->dead_listeners */
 	struct rw_sock_net *net;
