@@ -41,6 +41,20 @@ if grep -rn --include='*.[ch]' --include='*.cu' -E '\bgetenv *\(' . --exclude-di
   fail=1
 fi
 
+if grep -rn --include='*.[ch]' -E '\brw_env_get *\(' . --exclude-dir='build*' --exclude-dir=tests \
+   | grep -v '^./common/' | grep -q .; then
+  grep -rn --include='*.[ch]' -E '\brw_env_get *\(' . --exclude-dir='build*' --exclude-dir=tests | grep -v '^./common/'
+  echo "layering: rw_env_get outside common/ and tests/ (RINGWAY_* via the registry or struct rw_config, launcher variables via rw_launcher_get)"
+  fail=1
+fi
+
+if grep -rn --include='*.[ch]' -E '\b(setenv|putenv|unsetenv) *\(' . --exclude-dir='build*' --exclude-dir=tests \
+   | grep -q .; then
+  grep -rn --include='*.[ch]' -E '\b(setenv|putenv|unsetenv) *\(' . --exclude-dir='build*' --exclude-dir=tests
+  echo "layering: setenv/putenv outside tests/ (configure through rw_comm_init_config)"
+  fail=1
+fi
+
 if grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include 2>/dev/null | grep -q .; then
   grep -rln --include='*.[ch]' -E '\bnccl(Result_t|Success|SystemError)\b' common topo kernels transport coll include
   echo "layering: ncclResult_t outside plugin/, abi/ and the ABI-level tools"
