@@ -32,31 +32,31 @@
 #include <unistd.h>
 
 #include "common/rw_log.h"
+#include "transport/base/rw_base.h"
 #include "transport/ib/ib.h"
 #include "transport/net_auto_proto.h"
 #include "transport/rw_net.h"
 #include "transport/shm/shm.h"
 #include "transport/socket/sock.h"
 
-#define AUTO_LISTEN_MAGIC 0x4c4f5541u /* open listener */
-#define AUTO_DEAD_MAGIC	  0x444f5541u /* closed: the shell waits for destroy */
+#define AUTO_LISTEN_KIND 0x4c4f5541u /* a listener (struct rw_obj kind) */
 
 struct rw_auto_listen {
 	struct rw_net_listen base;
-	uint32_t magic;
-	struct rw_net_listen *sock;
+	struct rw_obj obj;	   /* AUTO_LISTEN_KIND */
+	struct rw_net_listen *net; /* the network transport's listener */
 	struct rw_net_listen *shm;
-	struct rw_auto_listen *next_dead;
+	struct rw_list link; /* the graveyard, once closed */
 };
 
 struct rw_auto_net {
 	struct rw_net base;
-	struct rw_net *sock; /* NULL if the socket transport has no device */
-	struct rw_net *shm;  /* NULL if shared memory is unusable here */
+	struct rw_net *net; /* the network transport (ib or socket); NULL: no device */
+	struct rw_net *shm; /* NULL if shared memory is unusable here */
 	struct rw_shm_host_id host;
 	uint32_t uid;
 	pthread_mutex_t lock;
-	struct rw_auto_listen *dead; /* closed listeners, so a late call gets -EBADF */
+	struct rw_grave dead; /* closed listeners, so a late call gets -EBADF */
 };
 
 static struct rw_auto_net *auto_from(struct rw_net *n)
@@ -68,24 +68,25 @@ static struct rw_auto_net *auto_from(struct rw_net *n)
 static int listen_check(struct rw_net_listen *base, const char *call, struct rw_auto_listen **out)
 {
 	struct rw_auto_listen *l;
+	int rc;
 
 	if (!base)
 		return -EINVAL;
 	l = rw_container_of(base, struct rw_auto_listen, base);
-	if (l->magic == AUTO_LISTEN_MAGIC) {
+	rc = rw_obj_check(&l->obj, AUTO_LISTEN_KIND);
+	if (rc == 0) {
 		*out = l;
 		return 0;
 	}
-	RW_WARN(RW_LOG_NET, "auto: %s on a %s listener", call,
-		l->magic == AUTO_DEAD_MAGIC ? "closed" : "foreign");
-	return l->magic == AUTO_DEAD_MAGIC ? -EBADF : -EINVAL;
+	RW_WARN(RW_LOG_NET, "auto: %s on a %s listener", call, rc == -EBADF ? "closed" : "foreign");
+	return rc;
 }
 
 static int dev_count(struct rw_auto_net *a)
 {
 	int n = 1;
 
-	if (a->sock && rw_net_devices(a->sock, &n))
+	if (a->net && rw_net_devices(a->net, &n))
 		n = 0;
 	return n;
 }
@@ -94,8 +95,8 @@ static int auto_devices(struct rw_net *base, int *ndev)
 {
 	struct rw_auto_net *a = auto_from(base);
 
-	if (a->sock)
-		return rw_net_devices(a->sock, ndev);
+	if (a->net)
+		return rw_net_devices(a->net, ndev);
 	*ndev = 1;
 	return 0;
 }
@@ -115,11 +116,11 @@ static int auto_get_properties(struct rw_net *base, int dev, struct rw_net_props
 	struct rw_net_props p, q;
 	int rc;
 
-	if (!a->sock)
+	if (!a->net)
 		return rw_net_get_properties(a->shm, dev, props);
 	if (!props)
 		return -EINVAL;
-	rc = rw_net_get_properties(a->sock, dev, &p);
+	rc = rw_net_get_properties(a->net, dev, &p);
 	if (rc || !a->shm)
 		goto out;
 	rc = rw_net_get_properties(a->shm, 0, &q);
@@ -139,6 +140,36 @@ out:
 	return rc;
 }
 
+/* A new listener: the oldest shell once the graveyard is full, else new memory. */
+static struct rw_auto_listen *listen_alloc(struct rw_auto_net *a)
+{
+	struct rw_auto_listen *l;
+	struct rw_list *shell;
+
+	pthread_mutex_lock(&a->lock);
+	shell = rw_grave_reuse(&a->dead);
+	pthread_mutex_unlock(&a->lock);
+	if (shell) {
+		l = rw_list_entry(shell, struct rw_auto_listen, link);
+	} else {
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return NULL;
+		rw_list_init(&l->link);
+	}
+	rw_obj_open(&l->obj, AUTO_LISTEN_KIND);
+	return l;
+}
+
+/* Keep a closed listener's shell until destroy. */
+static void bury(struct rw_auto_net *a, struct rw_auto_listen *l)
+{
+	rw_obj_close(&l->obj);
+	pthread_mutex_lock(&a->lock);
+	rw_grave_bury(&a->dead, &l->link);
+	pthread_mutex_unlock(&a->lock);
+}
+
 static int auto_listen(struct rw_net *base, int dev, void *handle,
 		       struct rw_net_listen **listen_comm)
 {
@@ -150,14 +181,13 @@ static int auto_listen(struct rw_net *base, int dev, void *handle,
 
 	if (!handle || !listen_comm)
 		return -EINVAL;
-	l = calloc(1, sizeof(*l));
+	l = listen_alloc(a);
 	if (!l)
 		return -ENOMEM;
 	l->base.net = base;
-	l->magic = AUTO_LISTEN_MAGIC;
-	if (a->sock) {
+	if (a->net) {
 		memset(part, 0, sizeof(part));
-		rc = rw_net_listen(a->sock, dev, part, &l->sock);
+		rc = rw_net_listen(a->net, dev, part, &l->net);
 		if (rc)
 			goto err_free;
 		memcpy(h.sock, part, sizeof(h.sock));
@@ -169,7 +199,7 @@ static int auto_listen(struct rw_net *base, int dev, void *handle,
 		if (rc == 0) {
 			memcpy(&h.shm, part, sizeof(h.shm));
 			h.flags |= RW_AUTO_HAS_SHM;
-		} else if (!a->sock) {
+		} else if (!a->net) {
 			goto err_free;
 		} else {
 			RW_INFO(RW_LOG_NET,
@@ -182,9 +212,10 @@ static int auto_listen(struct rw_net *base, int dev, void *handle,
 	return 0;
 
 err_free:
-	if (l->sock)
-		rw_net_close_listen(l->sock);
-	free(l);
+	if (l->net)
+		rw_net_close_listen(l->net);
+	l->net = l->shm = NULL;
+	bury(a, l); /* never handed out, but perhaps a reused shell */
 	return rc;
 }
 
@@ -276,12 +307,12 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 	if (shm) {
 		memcpy(part, &h.shm, sizeof(h.shm));
 		rc = rw_net_connect(a->shm, 0, part, &c);
-	} else if (a->sock && (h.flags & RW_AUTO_HAS_SOCK)) {
+	} else if (a->net && (h.flags & RW_AUTO_HAS_SOCK)) {
 		memcpy(part, h.sock, sizeof(h.sock));
-		rc = rw_net_connect(a->sock, dev, part, &c);
+		rc = rw_net_connect(a->net, dev, part, &c);
 	} else {
 		RW_WARN(RW_LOG_NET, "auto: connect(dev=%d): no transport reaches the peer (%s, %s)",
-			dev, why, a->sock ? "it has no socket listener" : "no socket device here");
+			dev, why, a->net ? "it has no socket listener" : "no socket device here");
 		return -EHOSTUNREACH;
 	}
 	if (rc)
@@ -291,7 +322,7 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 
 		describe_peer(&h, shm, part, peer, sizeof(peer));
 		RW_INFO(RW_LOG_NET, "auto: connection to %s uses %s (%s)", peer,
-			shm ? "shm" : rw_net_name(a->sock), why);
+			shm ? "shm" : rw_net_name(a->net), why);
 	}
 	*send_comm = c;
 	return 0;
@@ -312,8 +343,8 @@ static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_com
 		if (rc)
 			return rc;
 	}
-	if (!c && l->sock) {
-		rc = rw_net_accept(l->sock, &c);
+	if (!c && l->net) {
+		rc = rw_net_accept(l->net, &c);
 		if (rc)
 			return rc;
 	}
@@ -326,22 +357,16 @@ static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_com
 static int auto_close_listen(struct rw_net_listen *base)
 {
 	struct rw_auto_listen *l;
-	struct rw_auto_net *a;
 	int rc = listen_check(base, "closeListen", &l), rc2 = 0;
 
 	if (rc)
 		return rc;
-	if (l->sock)
-		rc = rw_net_close_listen(l->sock);
+	if (l->net)
+		rc = rw_net_close_listen(l->net);
 	if (l->shm)
 		rc2 = rw_net_close_listen(l->shm);
-	l->sock = l->shm = NULL;
-	l->magic = AUTO_DEAD_MAGIC;
-	a = auto_from(base->net);
-	pthread_mutex_lock(&a->lock);
-	l->next_dead = a->dead;
-	a->dead = l;
-	pthread_mutex_unlock(&a->lock);
+	l->net = l->shm = NULL;
+	bury(auto_from(base->net), l);
 	return rc ? rc : rc2;
 }
 
@@ -349,13 +374,11 @@ static void auto_destroy(struct rw_net *base)
 {
 	struct rw_auto_net *a = auto_from(base);
 
-	while (a->dead) {
-		struct rw_auto_listen *l = a->dead;
+	struct rw_list *l;
 
-		a->dead = l->next_dead;
-		free(l);
-	}
-	rw_net_destroy(a->sock);
+	while ((l = rw_grave_pop(&a->dead)))
+		free(rw_list_entry(l, struct rw_auto_listen, link));
+	rw_net_destroy(a->net);
 	rw_net_destroy(a->shm);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
@@ -435,7 +458,7 @@ static const struct rw_net_ops auto_ops = {
 static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 {
 	struct rw_auto_net *a = calloc(1, sizeof(*a));
-	int rc_sock, rc_shm;
+	int rc_net, rc_shm;
 	char ib_why[512] = "";
 
 	if (!a)
@@ -443,35 +466,36 @@ static int auto_create(const struct rw_config *cfg, struct rw_net **out)
 	a->base.ops = &auto_ops;
 	a->base.cfg = *cfg;
 	pthread_mutex_init(&a->lock, NULL);
+	rw_grave_init(&a->dead, RW_GRAVE_MAX, NULL, 0);
 	a->uid = (uint32_t)geteuid();
 	/* The network transport: ib when this host can use it, else socket.
 	 * Either one's listen handle travels in the handle's socket slot. */
-	rc_sock = rw_ib_create_why(cfg, &a->sock, ib_why, sizeof(ib_why));
-	if (rc_sock) {
+	rc_net = rw_ib_create_why(cfg, &a->net, ib_why, sizeof(ib_why));
+	if (rc_net) {
 		RW_INFO(RW_LOG_INIT | RW_LOG_NET,
 			"auto: ib not usable (%s); socket for peers on "
 			"other hosts",
 			ib_why);
-		rc_sock = rw_sock_create(cfg, &a->sock);
+		rc_net = rw_sock_create(cfg, &a->net);
 	}
 	rc_shm = rw_shm_host_id_get(&a->host);
 	if (rc_shm == 0)
 		rc_shm = rw_shm_create(cfg, &a->shm);
-	if (a->shm && a->sock)
+	if (a->shm && a->net)
 		rw_shm_share_thread(a->shm); /* its sleeps must not starve the other */
-	if (rc_sock && rc_shm) {
+	if (rc_net && rc_shm) {
 		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
 			"auto: neither the socket transport (%s) nor shm (%s) is usable",
-			strerror(-rc_sock), strerror(-rc_shm));
+			strerror(-rc_net), strerror(-rc_shm));
 		pthread_mutex_destroy(&a->lock);
 		free(a);
-		return rc_sock;
+		return rc_net;
 	}
 	snprintf(a->base.label, sizeof(a->base.label), "auto (%s%s%s)", a->shm ? "shm" : "",
-		 a->shm && a->sock ? " + " : "", a->sock ? a->sock->ops->name : "");
+		 a->shm && a->net ? " + " : "", a->net ? a->net->ops->name : "");
 	RW_INFO(RW_LOG_INIT | RW_LOG_NET, "auto: shm for peers on this host%s, %s %s",
-		a->shm ? "" : " unavailable", a->sock ? rw_net_name(a->sock) : "network",
-		a->sock ? "for the others" : "unavailable");
+		a->shm ? "" : " unavailable", a->net ? rw_net_name(a->net) : "network",
+		a->net ? "for the others" : "unavailable");
 	*out = &a->base;
 	return 0;
 }

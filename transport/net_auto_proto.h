@@ -26,7 +26,7 @@
 #define RW_AUTO_SOCK_BYTES 56
 
 /* rw_auto_handle.flags */
-#define RW_AUTO_HAS_SOCK 0x1u /* sock holds a socket listen handle */
+#define RW_AUTO_HAS_SOCK 0x1u /* sock holds the network transport's listen handle */
 #define RW_AUTO_HAS_SHM	 0x2u /* shm holds an shm listen handle */
 
 struct rw_auto_handle {
@@ -34,7 +34,7 @@ struct rw_auto_handle {
 	uint8_t version;		  /*  4: RW_AUTO_VERSION */
 	uint8_t flags;			  /*  5: RW_AUTO_HAS_* */
 	uint16_t rsvd;			  /*  6: zero */
-	uint8_t sock[RW_AUTO_SOCK_BYTES]; /*  8: struct rw_sock_handle */
+	uint8_t sock[RW_AUTO_SOCK_BYTES]; /*  8: the network transport's handle (socket or ib) */
 	struct rw_shm_handle shm;	  /* 64 */
 };
 

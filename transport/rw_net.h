@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rw_net: the one internal interface for moving bytes, shaped after the NCCL
- * net ABI (v11).  Every transport (socket, later shm and ib) implements
- * struct rw_net_ops; the plugin's ABI adapters and the ring engine call the
+ * net ABI (v11).  Every transport (socket, shm, ib, and the auto composite)
+ * implements struct rw_net_ops; the plugin's ABI adapters and the ring engine call the
  * rw_net_*() inlines below and never a transport directly.
  *
  * Objects.  Each transport object starts with the generic one (first member),
- * so a transport converts back with rw_container_of():
+ * so a transport converts back with rw_container_of(); socket, shm and the
+ * auto composite also give each the header of transport/base/rw_base.h
+ * (kind, generation, state) that the one validity check reads (ib: next):
  *   struct rw_net         a transport instance: device list + config.
  *                         Created by the transport's create function
  *                         (rw_sock_create(), ...), freed by rw_net_destroy().
@@ -60,14 +62,14 @@
 #include "common/rw_common.h"
 #include "common/rw_params.h"
 
-#define RW_NET_HANDLE_MAXSIZE 128 /* NCCL_NET_HANDLE_MAXSIZE */
-#define RW_NET_MAX_REQUESTS 32    /* NCCL_NET_MAX_REQUESTS, per comm */
-#define RW_NET_MAX_RECVS 8        /* most buffers one grouped irecv takes */
-#define RW_NET_MAX_DEVS_PER_NIC 8 /* vProps.devs[] in the newest ABI */
+#define RW_NET_HANDLE_MAXSIZE	128 /* NCCL_NET_HANDLE_MAXSIZE */
+#define RW_NET_MAX_REQUESTS	32  /* NCCL_NET_MAX_REQUESTS, per comm */
+#define RW_NET_MAX_RECVS	8   /* most buffers one grouped irecv takes */
+#define RW_NET_MAX_DEVS_PER_NIC 8   /* vProps.devs[] in the newest ABI */
 
 /* Memory types for reg_mr (NCCL_PTR_* values). */
-#define RW_PTR_HOST 0x1
-#define RW_PTR_CUDA 0x2
+#define RW_PTR_HOST   0x1
+#define RW_PTR_CUDA   0x2
 #define RW_PTR_DMABUF 0x4
 
 #define RW_NET_ID_UNDEF (-1) /* rail_id / plane_id unknown */
@@ -78,20 +80,20 @@ struct rw_net_props {
 	const char *name;     /**< unique, stable device name ("eth0") */
 	const char *pci_path; /**< sysfs PCI directory, NULL if not PCI */
 	uint64_t guid;
-	int ptr_support;      /**< RW_PTR_* mask */
+	int ptr_support; /**< RW_PTR_* mask */
 	int reg_is_global;
 	int force_flush;
 	int speed_mbps;
 	int port;
 	float latency_us;
 	int max_comms;
-	int max_recvs;        /**< most buffers per irecv, <= RW_NET_MAX_RECVS */
-	int vdev_ndevs;       /**< physical devices behind this one (1) */
+	int max_recvs;	/**< most buffers per irecv, <= RW_NET_MAX_RECVS */
+	int vdev_ndevs; /**< physical devices behind this one (1) */
 	int vdev_devs[RW_NET_MAX_DEVS_PER_NIC];
 	size_t max_p2p_bytes;
 	size_t max_coll_bytes;
 	int max_multi_request_size;
-	int16_t rail_id;      /**< RW_NET_ID_UNDEF until topology knows */
+	int16_t rail_id; /**< RW_NET_ID_UNDEF until topology knows */
 	int16_t plane_id;
 };
 
@@ -110,8 +112,7 @@ struct rw_net_ops {
 	const char *name; /**< "socket", "shm", "ib" */
 
 	int (*devices)(struct rw_net *net, int *ndev);
-	int (*get_properties)(struct rw_net *net, int dev,
-			      struct rw_net_props *props);
+	int (*get_properties)(struct rw_net *net, int dev, struct rw_net_props *props);
 	/** Write at most RW_NET_HANDLE_MAXSIZE bytes to handle. */
 	int (*listen)(struct rw_net *net, int dev, void *handle,
 		      struct rw_net_listen **listen_comm);
@@ -119,26 +120,22 @@ struct rw_net_ops {
 	int (*connect)(struct rw_net *net, int dev, const void *handle,
 		       struct rw_net_comm **send_comm);
 	/** *recv_comm stays NULL (and 0 is returned) until a peer arrived. */
-	int (*accept)(struct rw_net_listen *listen_comm,
-		      struct rw_net_comm **recv_comm);
-	int (*reg_mr)(struct rw_net_comm *comm, void *data, size_t size,
-		      int type, struct rw_net_mr **mr);
-	int (*reg_mr_dmabuf)(struct rw_net_comm *comm, void *data, size_t size,
-			     int type, uint64_t offset, int fd,
-			     struct rw_net_mr **mr);
+	int (*accept)(struct rw_net_listen *listen_comm, struct rw_net_comm **recv_comm);
+	int (*reg_mr)(struct rw_net_comm *comm, void *data, size_t size, int type,
+		      struct rw_net_mr **mr);
+	int (*reg_mr_dmabuf)(struct rw_net_comm *comm, void *data, size_t size, int type,
+			     uint64_t offset, int fd, struct rw_net_mr **mr);
 	int (*dereg_mr)(struct rw_net_comm *comm, struct rw_net_mr *mr);
 	/** *req == NULL with 0: not now (no receive takes it yet, or no
 	 *  room), try again.  See "Matching". */
 	int (*isend)(struct rw_net_comm *comm, void *data, size_t size, int tag,
 		     struct rw_net_mr *mr, struct rw_net_req **req);
 	/** n buffers (1..max_recvs) in one request; sizes are upper bounds. */
-	int (*irecv)(struct rw_net_comm *comm, int n, void **data,
-		     const size_t *sizes, const int *tags,
-		     struct rw_net_mr **mrs, struct rw_net_req **req);
+	int (*irecv)(struct rw_net_comm *comm, int n, void **data, const size_t *sizes,
+		     const int *tags, struct rw_net_mr **mrs, struct rw_net_req **req);
 	/** *req == NULL with 0: nothing to flush, already done. */
-	int (*iflush)(struct rw_net_comm *comm, int n, void **data,
-		      const int *sizes, struct rw_net_mr **mrs,
-		      struct rw_net_req **req);
+	int (*iflush)(struct rw_net_comm *comm, int n, void **data, const int *sizes,
+		      struct rw_net_mr **mrs, struct rw_net_req **req);
 	/**
 	 * Sets *done; when done, writes the received sizes (n entries for a
 	 * receive, 1 for a send) to sizes unless it is NULL, and frees req.
@@ -189,8 +186,7 @@ static inline int rw_net_devices(struct rw_net *net, int *ndev)
 	return net->ops->devices(net, ndev);
 }
 
-static inline int rw_net_get_properties(struct rw_net *net, int dev,
-					struct rw_net_props *props)
+static inline int rw_net_get_properties(struct rw_net *net, int dev, struct rw_net_props *props)
 {
 	return net->ops->get_properties(net, dev, props);
 }
@@ -207,21 +203,19 @@ static inline int rw_net_connect(struct rw_net *net, int dev, const void *handle
 	return net->ops->connect(net, dev, handle, send_comm);
 }
 
-static inline int rw_net_accept(struct rw_net_listen *l,
-				struct rw_net_comm **recv_comm)
+static inline int rw_net_accept(struct rw_net_listen *l, struct rw_net_comm **recv_comm)
 {
 	return l->net->ops->accept(l, recv_comm);
 }
 
-static inline int rw_net_reg_mr(struct rw_net_comm *c, void *data, size_t size,
-				int type, struct rw_net_mr **mr)
+static inline int rw_net_reg_mr(struct rw_net_comm *c, void *data, size_t size, int type,
+				struct rw_net_mr **mr)
 {
 	return c->net->ops->reg_mr(c, data, size, type, mr);
 }
 
-static inline int rw_net_reg_mr_dmabuf(struct rw_net_comm *c, void *data,
-				       size_t size, int type, uint64_t offset,
-				       int fd, struct rw_net_mr **mr)
+static inline int rw_net_reg_mr_dmabuf(struct rw_net_comm *c, void *data, size_t size, int type,
+				       uint64_t offset, int fd, struct rw_net_mr **mr)
 {
 	return c->net->ops->reg_mr_dmabuf(c, data, size, type, offset, fd, mr);
 }
@@ -231,23 +225,20 @@ static inline int rw_net_dereg_mr(struct rw_net_comm *c, struct rw_net_mr *mr)
 	return c->net->ops->dereg_mr(c, mr);
 }
 
-static inline int rw_net_isend(struct rw_net_comm *c, void *data, size_t size,
-			       int tag, struct rw_net_mr *mr,
-			       struct rw_net_req **req)
+static inline int rw_net_isend(struct rw_net_comm *c, void *data, size_t size, int tag,
+			       struct rw_net_mr *mr, struct rw_net_req **req)
 {
 	return c->net->ops->isend(c, data, size, tag, mr, req);
 }
 
-static inline int rw_net_irecv(struct rw_net_comm *c, int n, void **data,
-			       const size_t *sizes, const int *tags,
-			       struct rw_net_mr **mrs, struct rw_net_req **req)
+static inline int rw_net_irecv(struct rw_net_comm *c, int n, void **data, const size_t *sizes,
+			       const int *tags, struct rw_net_mr **mrs, struct rw_net_req **req)
 {
 	return c->net->ops->irecv(c, n, data, sizes, tags, mrs, req);
 }
 
-static inline int rw_net_iflush(struct rw_net_comm *c, int n, void **data,
-				const int *sizes, struct rw_net_mr **mrs,
-				struct rw_net_req **req)
+static inline int rw_net_iflush(struct rw_net_comm *c, int n, void **data, const int *sizes,
+				struct rw_net_mr **mrs, struct rw_net_req **req)
 {
 	return c->net->ops->iflush(c, n, data, sizes, mrs, req);
 }
@@ -281,12 +272,10 @@ static inline void rw_net_destroy(struct rw_net *net)
 
 /* Stubs for operations a transport does not have; each returns -ENOTSUP
  * and says which transport and call, once. */
-int rw_net_unsupported_reg_mr_dmabuf(struct rw_net_comm *comm, void *data,
-				     size_t size, int type, uint64_t offset,
-				     int fd, struct rw_net_mr **mr);
-int rw_net_unsupported_iflush(struct rw_net_comm *comm, int n, void **data,
-			      const int *sizes, struct rw_net_mr **mrs,
-			      struct rw_net_req **req);
+int rw_net_unsupported_reg_mr_dmabuf(struct rw_net_comm *comm, void *data, size_t size, int type,
+				     uint64_t offset, int fd, struct rw_net_mr **mr);
+int rw_net_unsupported_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
+			      struct rw_net_mr **mrs, struct rw_net_req **req);
 
 /* --- transports ---------------------------------------------------------- */
 
