@@ -81,13 +81,32 @@ static void failed_inits(int version)
 	H_CHECK(h_finalize(NULL) == ncclSuccess, "v%d finalize(NULL) after init(NULL)", version);
 }
 
+/* Traffic both ways on every link given, then a rendezvous (neither side
+ * closes before the other is done). */
+static void traffic(struct rp_ctl *ctl, struct rp_link *const *links, int nlinks,
+		    uint32_t conn_base, const char *name)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "v%d %s", ctl->pair->version, name);
+	rp_pipes_run(links, nlinks, conn_base, ctl->name == 'A' ? 0 : 1, &small_spec, what);
+	rp_ctl_sync(ctl);
+}
+
+/* A communicator goes: its comms, then its context. */
+static void comm_end(struct rp_link *l, void *ctx, const char *name)
+{
+	rp_link_close(l);
+	H_CHECK(h_finalize(ctx) == ncclSuccess, "v%d finalize(%s): %s", h_version, name,
+		h_log.last_warn);
+}
+
 static void lifecycle_child(struct rp_ctl *ctl)
 {
-	int version = ctl->pair->version, rank = ctl->name == 'A' ? 0 : 1;
-	struct rp_link la, lb, lc, *both[2] = {&la, &lb}, *one[1];
+	int version = ctl->pair->version;
+	struct rp_link la, lb, lc;
 	void *ca = NULL, *cb = NULL, *cc = NULL;
 	struct h_props props;
-	char what[96];
 	int rc;
 
 	failed_inits(version);
@@ -98,29 +117,18 @@ static void lifecycle_child(struct rp_ctl *ctl)
 		version, rc, cb, ca);
 	rp_link_open(ctl, ca, 1, &la);
 	rp_link_open(ctl, cb, 2, &lb);
-	snprintf(what, sizeof(what), "v%d two communicators", version);
-	rp_pipes_run(both, 2, 0, rank, &small_spec, what);
-	rp_ctl_sync(ctl);
+	traffic(ctl, (struct rp_link *const[]){&la, &lb}, 2, 0, "two communicators");
 	/* A goes; B carries on. */
-	rp_link_close(&la);
-	H_CHECK(h_finalize(ca) == ncclSuccess, "v%d finalize(A): %s", version, h_log.last_warn);
-	one[0] = &lb;
-	snprintf(what, sizeof(what), "v%d communicator B after A's finalize", version);
-	rp_pipes_run(one, 1, 64, rank, &small_spec, what);
-	rp_ctl_sync(ctl);
-	rp_link_close(&lb);
-	H_CHECK(h_finalize(cb) == ncclSuccess, "v%d finalize(B): %s", version, h_log.last_warn);
+	comm_end(&la, ca, "A");
+	traffic(ctl, (struct rp_link *const[]){&lb}, 1, 64, "communicator B after A's finalize");
+	comm_end(&lb, cb, "B");
 	/* The plugin's last context is gone: a new communicator starts over. */
 	rc = h_init(&cc);
 	H_CHECK(rc == ncclSuccess && cc, "v%d init after the last finalize: %d (%s)", version, rc,
 		h_log.last_warn);
 	rp_link_open(ctl, cc, 1, &lc);
-	one[0] = &lc;
-	snprintf(what, sizeof(what), "v%d communicator C", version);
-	rp_pipes_run(one, 1, 128, rank, &small_spec, what);
-	rp_ctl_sync(ctl);
-	rp_link_close(&lc);
-	H_CHECK(h_finalize(cc) == ncclSuccess, "v%d finalize(C)", version);
+	traffic(ctl, (struct rp_link *const[]){&lc}, 1, 128, "communicator C");
+	comm_end(&lc, cc, "C");
 	H_CHECK(h_log.warns == 0, "v%d: %d plugin warning(s), last: %s", version, h_log.warns,
 		h_log.last_warn);
 }
@@ -222,10 +230,26 @@ static int burst_test(struct burst *b)
 	return did;
 }
 
-static void burst_end(struct burst *b)
+/* Test the three bursts until every request is done; then deregister. */
+static void bursts_finish(struct burst *const b[3], uint64_t *last, unsigned *spins)
 {
-	H_CHECK(h_dereg_mr(b->comm, b->mh) == ncclSuccess, "v%d deregMr", h_version);
-	free(b->buf);
+	while (b[0]->left || b[1]->left || b[2]->left)
+		rp_idle(burst_test(b[0]) | burst_test(b[1]) | burst_test(b[2]), last, spins,
+			"bursts after the new comms");
+	for (int i = 0; i < 3; i++) {
+		H_CHECK(h_dereg_mr(b[i]->comm, b[i]->mh) == ncclSuccess, "v%d deregMr", h_version);
+		free(b[i]->buf);
+	}
+}
+
+/* The end of a side, after its new comms closed: the first link and the
+ * context go, and the plugin warned about nothing on the way. */
+static void side_end(struct rp_ctl *ctl, struct rp_link *l0, void *ctx)
+{
+	rp_link_close(l0);
+	h_child_finalize(ctx);
+	H_CHECK(h_log.warns == 0, "v%d %c: %d plugin warning(s), last: %s", h_version, ctl->name,
+		h_log.warns, h_log.last_warn);
 }
 
 /* A: accepts new comms, B connects; who spins while whom is in test(). */
@@ -278,20 +302,14 @@ static void connect_a(struct rp_ctl *ctl)
 	/* Sends on the new comm may come before B's accept returned. */
 	burst_init(&on_new, s2, 3, 0, 0);
 	burst_post(&on_new);
-	while (to_b.left || from_b.left || on_new.left)
-		rp_idle(burst_test(&to_b) | burst_test(&from_b) | burst_test(&on_new), &last,
-			&spins, "bursts after the new comms");
 	print_message("[          ] connect over %s: %u NULL comm(s) from connect while the peer "
 		      "was in test()\n",
 		      rp_transport_name, nulls);
-	burst_end(&to_b), burst_end(&from_b), burst_end(&on_new);
+	bursts_finish((struct burst *const[]){&to_b, &from_b, &on_new}, &last, &spins);
 	rp_ctl_sync(ctl);
 	H_CHECK(h_close_recv(r1) == ncclSuccess && h_close_send(s2) == ncclSuccess, "v%d close",
 		h_version);
-	rp_link_close(&l0);
-	h_child_finalize(ctx);
-	H_CHECK(h_log.warns == 0, "v%d A: %d plugin warning(s), last: %s", h_version, h_log.warns,
-		h_log.last_warn);
+	side_end(ctl, &l0, ctx);
 }
 
 static void connect_b(struct rp_ctl *ctl)
@@ -343,17 +361,11 @@ static void connect_b(struct rp_ctl *ctl)
 	H_CHECK(h_close_listen(listen) == ncclSuccess, "v%d closeListen", h_version);
 	burst_init(&on_new, r2, 3, 0, 1);
 	burst_post(&on_new);
-	while (from_a.left || to_a.left || on_new.left)
-		rp_idle(burst_test(&from_a) | burst_test(&to_a) | burst_test(&on_new), &last,
-			&spins, "bursts after the new comms");
-	burst_end(&from_a), burst_end(&to_a), burst_end(&on_new);
+	bursts_finish((struct burst *const[]){&from_a, &to_a, &on_new}, &last, &spins);
 	rp_ctl_sync(ctl);
 	H_CHECK(h_close_send(s1) == ncclSuccess && h_close_recv(r2) == ncclSuccess, "v%d close",
 		h_version);
-	rp_link_close(&l0);
-	h_child_finalize(ctx);
-	H_CHECK(h_log.warns == 0, "v%d B: %d plugin warning(s), last: %s", h_version, h_log.warns,
-		h_log.last_warn);
+	side_end(ctl, &l0, ctx);
 }
 
 void rp_case_connect_busy(void **state)

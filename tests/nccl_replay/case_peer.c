@@ -29,6 +29,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,16 @@ struct pcase6 {
 	int kill; /* SIGKILL, else close */
 };
 
+/* One process of a case: its comms to the peer (one channel), its context
+ * and its registered buffer on the data comm (send or recv). */
+struct pside {
+	const struct pcase6 *pc;
+	struct rp_link l;
+	void *ctx, *mh, *data; /* data: l.send[0] or l.recv[0] */
+	unsigned char *buf;
+	int recv;
+};
+
 static uint32_t bound_ms(void)
 {
 	return rp_transport == RP_IB ? RP_IB_PEER_BOUND_MS : RP_PEER_BOUND_MS;
@@ -68,6 +79,57 @@ static int event_fd(const struct rp_ctl *ctl, const struct pcase6 *pc)
 	return pc->kill ? ctl->parent_in : ctl->in;
 }
 
+/* Set up as NCCL does, then a buffer of len bytes registered on the send
+ * comm (recv = 0) or the recv comm. */
+static void side_open(struct rp_ctl *ctl, struct pside *s, size_t len, int recv)
+{
+	struct h_props props;
+
+	memset(s, 0, sizeof(*s));
+	s->pc = ctl->pair->arg;
+	s->recv = recv;
+	s->buf = rp_alloc(len);
+	rp_child_setup(ctl->pair->version, &s->ctx, &props);
+	rp_link_open(ctl, s->ctx, 1, &s->l);
+	s->data = recv ? s->l.recv[0] : s->l.send[0];
+	H_CHECK(h_reg_mr(s->data, s->buf, len, NCCL_PTR_HOST, &s->mh) == ncclSuccess, "v%d regMr",
+		h_version);
+}
+
+static void close_other(struct pside *s)
+{
+	(void)(s->recv ? h_close_send(s->l.send[0]) : h_close_recv(s->l.recv[0]));
+}
+
+static void side_end(struct pside *s)
+{
+	h_child_finalize(s->ctx);
+	free(s->buf);
+}
+
+/* The survivor, done: a failed comm answers the next irecv / isend at once
+ * (success would have NCCL wait on the request, or retry a NULL one
+ * forever); then it tells a closing peer so and closes everything. */
+static void survivor_end(struct rp_ctl *ctl, struct pside *s)
+{
+	void *data = s->buf, *mh = s->mh, *req = NULL;
+	size_t cap = P_LEN;
+	int tag = 1; /* B's rank */
+	int rc = s->recv ? h_irecv(s->data, 1, &data, &cap, &tag, &mh, &req)
+			 : h_isend(s->data, s->buf, P_LEN, tag, s->mh, &req);
+
+	H_CHECK(rc != ncclSuccess,
+		"over %s, %s on a comm whose peer %s returned success (request %p): NCCL would "
+		"wait on it",
+		rp_transport_name, s->recv ? "irecv" : "isend", how(s->pc), req);
+	if (!s->pc->kill)
+		rp_ctl_send(ctl->out, "d", 1);
+	(void)h_dereg_mr(s->data, s->mh);
+	(void)(s->recv ? h_close_recv(s->data) : h_close_send(s->data));
+	close_other(s);
+	side_end(s);
+}
+
 /* The dying process waits for SIGKILL, bounded. */
 static void wait_to_be_killed(struct rp_ctl *ctl)
 {
@@ -75,6 +137,61 @@ static void wait_to_be_killed(struct rp_ctl *ctl)
 	for (int i = 0; i < 1200; i++)
 		usleep(100000);
 	H_CHECK(0, "never killed");
+}
+
+/* The peer goes mid-pipeline: killed, or its data comm closed with
+ * requests in flight (the instant sent to the survivor). */
+static void peer_go(struct rp_ctl *ctl, struct pside *s)
+{
+	uint64_t t;
+	char c;
+
+	if (s->pc->kill)
+		wait_to_be_killed(ctl);
+	t = rw_now_ns();
+	(void)(s->recv ? h_close_recv(s->data) : h_close_send(s->data));
+	rp_ctl_send(ctl->out, &t, sizeof(t));
+	rp_ctl_recv(ctl->in, &c, 1);
+	close_other(s);
+	side_end(s);
+}
+
+/* In the survivor's loop: learn when the peer went; fail if something is
+ * still open (what, printf-style) P_WAIT_MS later, or the peer never goes. */
+static void check_not_hung(struct rp_ctl *ctl, const struct pcase6 *pc, uint64_t *t_event,
+			   uint64_t start, const char *what, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static void check_not_hung(struct rp_ctl *ctl, const struct pcase6 *pc, uint64_t *t_event,
+			   uint64_t start, const char *what, ...)
+{
+	uint64_t now;
+
+	if (!*t_event)
+		rp_ctl_try_recv(event_fd(ctl, pc), t_event, sizeof(*t_event));
+	now = rw_now_ms();
+	if (*t_event && now >= *t_event / 1000000 + P_WAIT_MS) {
+		char open[160];
+		va_list ap;
+
+		va_start(ap, what);
+		vsnprintf(open, sizeof(open), what, ap);
+		va_end(ap);
+		H_CHECK(0, "over %s, %s %d ms after the peer %s (plugin's last warning: %s)",
+			rp_transport_name, open, P_WAIT_MS, how(pc), h_log.last_warn);
+	}
+	H_CHECK(now < start + 2 * RP_STEP_TIMEOUT_MS, "the peer never went");
+}
+
+/* The survivor's last request ended late_ns after the peer went: within the
+ * bound. */
+static void check_bound(const struct pcase6 *pc, uint64_t late_ns, const char *what)
+{
+	print_message("[          ] over %s, the peer %s: %s %.1f ms later (bound %u ms)\n",
+		      rp_transport_name, how(pc), what, (double)late_ns / 1e6, bound_ms());
+	H_CHECK(late_ns <= (uint64_t)bound_ms() * 1000000,
+		"over %s, the peer %s and %s %.1f ms later (bound %u ms)", rp_transport_name,
+		how(pc), what, (double)late_ns / 1e6, bound_ms());
 }
 
 static void post_recvs(void *rcomm, unsigned char *buf, void *mh, void **reqs, int first, int count)
@@ -103,29 +220,20 @@ static void post_recvs(void *rcomm, unsigned char *buf, void *mh, void **reqs, i
 
 static void survivor_recv(struct rp_ctl *ctl)
 {
-	struct pcase6 *pc = ctl->pair->arg;
-	struct rp_link l;
-	struct h_props props;
-	void *ctx = NULL, *mh = NULL, *reqs[RP_STEPS];
-	unsigned char *buf = rp_alloc((size_t)RP_STEPS * P_LEN);
-	int res[RP_STEPS] = {0}, left = RP_STEPS,
-	    sent = P_SENT_FIRST + (pc->kill ? 0 : P_SENT_MORE);
+	struct pside s;
+	void *reqs[RP_STEPS];
+	int res[RP_STEPS] = {0}, left = RP_STEPS, sent;
 	uint64_t t_err[RP_STEPS] = {0}, t_event = 0, worst = 0, start = rw_now_ms();
 	unsigned spins = 0;
-	void *req;
 	int rc;
 
-	rp_child_setup(ctl->pair->version, &ctx, &props);
-	rp_link_open(ctl, ctx, 1, &l);
-	H_CHECK(h_reg_mr(l.recv[0], buf, (size_t)RP_STEPS * P_LEN, NCCL_PTR_HOST, &mh) ==
-			ncclSuccess,
-		"v%d regMr", h_version);
-	post_recvs(l.recv[0], buf, mh, reqs, 0, RP_STEPS);
+	side_open(ctl, &s, (size_t)RP_STEPS * P_LEN, 1);
+	sent = P_SENT_FIRST + (s.pc->kill ? 0 : P_SENT_MORE);
+	post_recvs(s.data, s.buf, s.mh, reqs, 0, RP_STEPS);
 	rp_ctl_send(ctl->out, "p", 1);
-	if (pc->kill)
+	if (s.pc->kill)
 		rp_ctl_send(ctl->parent_out, "R", 1);
 	while (left) {
-		uint64_t now;
 		int progressed = 0;
 
 		for (int i = 0; i < RP_STEPS; i++) {
@@ -138,7 +246,7 @@ static void survivor_recv(struct rp_ctl *ctl)
 				res[i] = -1;
 				t_err[i] = rw_now_ns();
 			} else if (done) {
-				long bad = h_pattern_check(buf + (size_t)i * P_LEN, P_LEN,
+				long bad = h_pattern_check(s.buf + (size_t)i * P_LEN, P_LEN,
 							   rp_msg_seed(0, 1, (uint32_t)i));
 
 				H_CHECK(i < sent,
@@ -151,123 +259,69 @@ static void survivor_recv(struct rp_ctl *ctl)
 			left -= res[i] != 0;
 			progressed |= res[i] != 0;
 		}
-		if (!t_event)
-			rp_ctl_try_recv(event_fd(ctl, pc), &t_event, sizeof(t_event));
-		now = rw_now_ms();
-		H_CHECK(!t_event || now < t_event / 1000000 + P_WAIT_MS,
-			"over %s, %d receive(s) still open %d ms after the peer %s (test() keeps "
-			"answering 'not done'; plugin's last warning: %s)",
-			rp_transport_name, left, P_WAIT_MS, how(pc), h_log.last_warn);
-		H_CHECK(now < start + 2 * RP_STEP_TIMEOUT_MS, "the peer never went");
+		check_not_hung(ctl, s.pc, &t_event, start,
+			       "%d receive(s) still open (test() keeps answering 'not done')",
+			       left);
 		if (!progressed)
 			h_backoff(&spins);
 	}
 	if (!t_event)
-		rp_ctl_recv(event_fd(ctl, pc), &t_event, sizeof(t_event));
+		rp_ctl_recv(event_fd(ctl, s.pc), &t_event, sizeof(t_event));
 	for (int i = 0; i < RP_STEPS; i++) {
 		H_CHECK(i < sent || res[i] < 0, "receive %d (never sent) did not fail", i);
 		if (res[i] > 0)
 			continue;
 		H_CHECK(t_err[i] >= t_event, "receive %d failed %.1f ms before the peer %s", i,
-			(double)(t_event - t_err[i]) / 1e6, how(pc));
+			(double)(t_event - t_err[i]) / 1e6, how(s.pc));
 		worst = RW_MAX(worst, t_err[i] - t_event);
 	}
-	print_message("[          ] over %s, the peer %s: the last of the receives failed "
-		      "%.1f ms later (bound %u ms)\n",
-		      rp_transport_name, how(pc), (double)worst / 1e6, bound_ms());
-	H_CHECK(worst <= (uint64_t)bound_ms() * 1000000,
-		"over %s, the peer %s and the last open receive failed %.1f ms later (bound %u "
-		"ms)",
-		rp_transport_name, how(pc), (double)worst / 1e6, bound_ms());
-	/* A failed comm answers at once. */
-	{
-		void *data = buf;
-		size_t cap = P_LEN;
-		int tag = 1;
-
-		req = NULL;
-		rc = h_irecv(l.recv[0], 1, &data, &cap, &tag, &mh, &req);
-		H_CHECK(rc != ncclSuccess,
-			"over %s, irecv on a comm whose peer %s returned success (request %p): "
-			"NCCL would wait on it",
-			rp_transport_name, how(pc), req);
-	}
-	if (!pc->kill)
-		rp_ctl_send(ctl->out, "d", 1);
-	(void)h_dereg_mr(l.recv[0], mh);
-	(void)h_close_recv(l.recv[0]);
-	(void)h_close_send(l.send[0]);
-	h_child_finalize(ctx);
-	free(buf);
+	check_bound(s.pc, worst, "the last open receive failed");
+	survivor_end(ctl, &s);
 }
 
-/* The peer: sends P_SENT_FIRST steps, then goes. */
+/* The peer: sends P_SENT_FIRST steps, then goes with P_SENT_MORE posted and
+ * not tested. */
 static void peer_send(struct rp_ctl *ctl)
 {
-	struct pcase6 *pc = ctl->pair->arg;
-	struct rp_link l;
-	struct h_props props;
-	void *ctx = NULL, *mh = NULL, *reqs[RP_STEPS];
-	unsigned char *buf = rp_alloc((size_t)RP_STEPS * P_LEN);
-	uint64_t t;
+	struct pside s;
+	void *reqs[RP_STEPS];
 	char c;
 
-	rp_child_setup(ctl->pair->version, &ctx, &props);
-	rp_link_open(ctl, ctx, 1, &l);
-	H_CHECK(h_reg_mr(l.send[0], buf, (size_t)RP_STEPS * P_LEN, NCCL_PTR_HOST, &mh) ==
-			ncclSuccess,
-		"v%d regMr", h_version);
+	side_open(ctl, &s, (size_t)RP_STEPS * P_LEN, 0);
 	rp_ctl_recv(ctl->in, &c, 1);
-	for (int i = 0; i < P_SENT_FIRST + P_SENT_MORE; i++) {
-		h_pattern_fill(buf + (size_t)i * P_LEN, P_LEN, rp_msg_seed(0, 1, (uint32_t)i));
-		reqs[i] = h_post_send(l.send[0], buf + (size_t)i * P_LEN, P_LEN, mh); /* tag 1 */
+	for (int i = 0; i < P_SENT_FIRST + (s.pc->kill ? 0 : P_SENT_MORE); i++) {
+		h_pattern_fill(s.buf + (size_t)i * P_LEN, P_LEN, rp_msg_seed(0, 1, (uint32_t)i));
+		reqs[i] = h_post_send(s.data, s.buf + (size_t)i * P_LEN, P_LEN, s.mh); /* tag 1 */
 		if (i < P_SENT_FIRST)
 			h_wait_req(reqs[i], NULL, "send");
-		if (i + 1 == P_SENT_FIRST && pc->kill)
-			wait_to_be_killed(ctl);
 	}
-	/* Mid-pipeline: two sends posted and not tested. */
-	t = rw_now_ns();
-	(void)h_close_send(l.send[0]);
-	rp_ctl_send(ctl->out, &t, sizeof(t));
-	rp_ctl_recv(ctl->in, &c, 1);
-	(void)h_close_recv(l.recv[0]);
-	h_child_finalize(ctx);
-	free(buf);
+	peer_go(ctl, &s);
 }
 
 /* --- the surviving sender (killed_send, closed_send) ------------------------------ */
 
 static void survivor_send(struct rp_ctl *ctl)
 {
-	struct pcase6 *pc = ctl->pair->arg;
-	struct rp_link l;
-	struct h_props props;
-	void *ctx = NULL, *mh = NULL, *reqs[P_MAX_SENDS] = {0};
-	unsigned char *buf = rp_alloc((size_t)RP_STEPS * P_LEN);
+	struct pside s;
+	void *reqs[P_MAX_SENDS] = {0};
 	uint32_t sent = 0, done = 0, failed = 0, nulls = 0;
 	uint64_t t_event = 0, t_first = 0, t_all = 0, start = rw_now_ms();
 	unsigned spins = 0;
 	int told = 0, rc;
 	char c;
 
-	rp_child_setup(ctl->pair->version, &ctx, &props);
-	rp_link_open(ctl, ctx, 1, &l);
-	H_CHECK(h_reg_mr(l.send[0], buf, (size_t)RP_STEPS * P_LEN, NCCL_PTR_HOST, &mh) ==
-			ncclSuccess,
-		"v%d regMr", h_version);
+	side_open(ctl, &s, (size_t)RP_STEPS * P_LEN, 0);
 	rp_ctl_recv(ctl->in, &c, 1);
 	/* The proxy: up to NCCL_STEPS in flight, a NULL isend tried again. */
 	for (;;) {
 		int progressed = 0, open = 0;
-		uint64_t now;
 
 		if (!failed && sent < P_MAX_SENDS && sent < done + RP_STEPS) {
-			unsigned char *slot = buf + (size_t)(sent % RP_STEPS) * P_LEN;
+			unsigned char *slot = s.buf + (size_t)(sent % RP_STEPS) * P_LEN;
 			void *req = NULL;
 
 			h_pattern_fill(slot, P_LEN, rp_msg_seed(0, 1, sent));
-			rc = h_isend(l.send[0], slot, P_LEN, 1, mh, &req);
+			rc = h_isend(s.data, slot, P_LEN, 1, s.mh, &req);
 			if (rc != ncclSuccess) {
 				failed++;
 				t_first = t_first ? t_first : rw_now_ns();
@@ -298,72 +352,39 @@ static void survivor_send(struct rp_ctl *ctl)
 		if (done >= RP_STEPS && !told) {
 			told = 1;
 			rp_ctl_send(ctl->out, "8", 1); /* A posts its second batch */
-			if (pc->kill)
+			if (s.pc->kill)
 				rp_ctl_send(ctl->parent_out, "R", 1);
 		}
-		if (!t_event)
-			rp_ctl_try_recv(event_fd(ctl, pc), &t_event, sizeof(t_event));
 		if (failed && !open) {
 			t_all = rw_now_ns();
 			break;
 		}
-		now = rw_now_ms();
-		H_CHECK(!t_event || now < t_event / 1000000 + P_WAIT_MS,
-			"over %s, no error %d ms after the peer %s: %d send(s) still open, %u NULL "
-			"isend(s) (plugin's last warning: %s)",
-			rp_transport_name, P_WAIT_MS, how(pc), open, nulls, h_log.last_warn);
-		H_CHECK(now < start + 2 * RP_STEP_TIMEOUT_MS, "the peer never went");
+		check_not_hung(ctl, s.pc, &t_event, start,
+			       "no error: %d send(s) still open, %u NULL isend(s)", open, nulls);
 		if (!progressed)
 			h_backoff(&spins);
 	}
 	if (!t_event)
-		rp_ctl_recv(event_fd(ctl, pc), &t_event, sizeof(t_event));
+		rp_ctl_recv(event_fd(ctl, s.pc), &t_event, sizeof(t_event));
 	H_CHECK(t_first >= t_event, "a send failed %.1f ms before the peer %s",
-		(double)(t_event - t_first) / 1e6, how(pc));
-	print_message("[          ] over %s, the peer %s: first error %.1f ms later, every send "
-		      "finished %.1f ms later (bound %u ms)\n",
-		      rp_transport_name, how(pc), (double)(t_first - t_event) / 1e6,
-		      (double)(t_all - t_event) / 1e6, bound_ms());
-	H_CHECK(t_all - t_event <= (uint64_t)bound_ms() * 1000000,
-		"over %s, the peer %s and the sends took %.1f ms to fail (bound %u ms)",
-		rp_transport_name, how(pc), (double)(t_all - t_event) / 1e6, bound_ms());
-	/* A failed comm answers at once. */
-	{
-		void *req = NULL;
-
-		rc = h_isend(l.send[0], buf, P_LEN, 1, mh, &req);
-		H_CHECK(rc != ncclSuccess,
-			"over %s, isend on a comm whose peer %s returned success (request %p): "
-			"NCCL would retry it forever",
-			rp_transport_name, how(pc), req);
-	}
-	if (!pc->kill)
-		rp_ctl_send(ctl->out, "d", 1);
-	(void)h_dereg_mr(l.send[0], mh);
-	(void)h_close_send(l.send[0]);
-	(void)h_close_recv(l.recv[0]);
-	h_child_finalize(ctx);
-	free(buf);
+		(double)(t_event - t_first) / 1e6, how(s.pc));
+	print_message("[          ] over %s, the peer %s: first error %.1f ms later\n",
+		      rp_transport_name, how(s.pc), (double)(t_first - t_event) / 1e6);
+	check_bound(s.pc, t_all - t_event, "every send finished");
+	survivor_end(ctl, &s);
 }
 
 /* The peer: receives 8, posts 4 more, then goes. */
 static void peer_recv(struct rp_ctl *ctl)
 {
-	struct pcase6 *pc = ctl->pair->arg;
-	struct rp_link l;
-	struct h_props props;
-	void *ctx = NULL, *mh = NULL, *reqs[RP_STEPS + P_MORE_RECVS];
-	size_t len = (size_t)(RP_STEPS + P_MORE_RECVS) * P_LEN;
-	unsigned char *buf = rp_alloc(len);
-	uint64_t t, last = 0;
+	struct pside s;
+	void *reqs[RP_STEPS + P_MORE_RECVS];
+	uint64_t last = 0;
 	unsigned spins = 0;
 	char c;
 
-	rp_child_setup(ctl->pair->version, &ctx, &props);
-	rp_link_open(ctl, ctx, 1, &l);
-	H_CHECK(h_reg_mr(l.recv[0], buf, len, NCCL_PTR_HOST, &mh) == ncclSuccess, "v%d regMr",
-		h_version);
-	post_recvs(l.recv[0], buf, mh, reqs, 0, RP_STEPS);
+	side_open(ctl, &s, (size_t)(RP_STEPS + P_MORE_RECVS) * P_LEN, 1);
+	post_recvs(s.data, s.buf, s.mh, reqs, 0, RP_STEPS);
 	rp_ctl_send(ctl->out, "p", 1);
 	/* The proxy never blocks: test() the receives until B has sent 8. */
 	while (!rp_ctl_try_recv(ctl->in, &c, 1)) {
@@ -378,7 +399,7 @@ static void peer_recv(struct rp_ctl *ctl)
 				h_version, h_log.last_warn);
 			if (done) {
 				H_CHECK(sizes[0] == (int)P_LEN &&
-						h_pattern_check(buf + (size_t)i * P_LEN, P_LEN,
+						h_pattern_check(s.buf + (size_t)i * P_LEN, P_LEN,
 								rp_msg_seed(0, 1, (uint32_t)i)) < 0,
 					"receive %d: %d bytes or wrong contents", i, sizes[0]);
 				reqs[i] = NULL;
@@ -387,16 +408,8 @@ static void peer_recv(struct rp_ctl *ctl)
 		}
 		rp_idle(progressed, &last, &spins, "receiver before its peer goes");
 	}
-	post_recvs(l.recv[0], buf, mh, reqs, RP_STEPS, P_MORE_RECVS);
-	if (pc->kill)
-		wait_to_be_killed(ctl);
-	t = rw_now_ns();
-	(void)h_close_recv(l.recv[0]);
-	rp_ctl_send(ctl->out, &t, sizeof(t));
-	rp_ctl_recv(ctl->in, &c, 1);
-	(void)h_close_send(l.send[0]);
-	h_child_finalize(ctx);
-	free(buf);
+	post_recvs(s.data, s.buf, s.mh, reqs, RP_STEPS, P_MORE_RECVS);
+	peer_go(ctl, &s);
 }
 
 /* --- the parent ------------------------------------------------------------------------- */
@@ -428,18 +441,19 @@ static int both_ready(struct rp_pair *p)
 	return 1;
 }
 
-static void run_peer_case(struct pcase6 *pc, rp_child_fn a, rp_child_fn b, int dying,
-			  const char *what)
+static void run_peer_case(int killed, rp_child_fn a, rp_child_fn b, int dying, const char *what)
 {
+	struct pcase6 pc = {.kill = killed};
 	struct rp_pair p;
 	pid_t pids[2];
 	char msg[160];
 
-	snprintf(msg, sizeof(msg), "%s over %s (seed %llu)", what, rp_transport_name,
+	snprintf(msg, sizeof(msg), "v11 %s %s mid-pipeline over %s (seed %llu)",
+		 dying ? "sender" : "receiver", what, rp_transport_name,
 		 (unsigned long long)rp_seed);
-	rp_pair_init(&p, 11, pc);
+	rp_pair_init(&p, 11, &pc);
 	rp_pair_spawn(&p, a, b, pids);
-	if (pc->kill && both_ready(&p)) {
+	if (pc.kill && both_ready(&p)) {
 		int to_fd = dying ? p.parent_to_a[1] : p.parent_to_b[1];
 		uint64_t t = rw_now_ns();
 
@@ -453,34 +467,28 @@ static void run_peer_case(struct pcase6 *pc, rp_child_fn a, rp_child_fn b, int d
 	rp_pair_close_parent(&p);
 }
 
+/* A survives; B, the sender, goes. */
 void rp_case_peer_killed_recv(void **state)
 {
-	struct pcase6 pc = {.kill = 1};
-
 	(void)state;
-	run_peer_case(&pc, survivor_recv, peer_send, 1, "v11 sender killed mid-pipeline");
+	run_peer_case(1, survivor_recv, peer_send, 1, "killed");
 }
 
 void rp_case_peer_closed_recv(void **state)
 {
-	struct pcase6 pc = {.kill = 0};
-
 	(void)state;
-	run_peer_case(&pc, survivor_recv, peer_send, 1, "v11 sender closed mid-pipeline");
+	run_peer_case(0, survivor_recv, peer_send, 1, "closed");
 }
 
+/* B survives; A, the receiver, goes. */
 void rp_case_peer_killed_send(void **state)
 {
-	struct pcase6 pc = {.kill = 1};
-
 	(void)state;
-	run_peer_case(&pc, peer_recv, survivor_send, 0, "v11 receiver killed mid-pipeline");
+	run_peer_case(1, peer_recv, survivor_send, 0, "killed");
 }
 
 void rp_case_peer_closed_send(void **state)
 {
-	struct pcase6 pc = {.kill = 0};
-
 	(void)state;
-	run_peer_case(&pc, peer_recv, survivor_send, 0, "v11 receiver closed mid-pipeline");
+	run_peer_case(0, peer_recv, survivor_send, 0, "closed");
 }

@@ -45,17 +45,18 @@ static int sched_go(struct rp_sched *s)
 void rp_send_sub_init(struct rp_send_sub *s, void *comm, void *mh, unsigned char *slots, size_t cap,
 		      uint32_t conn, int tag, uint32_t total, uint32_t depth)
 {
-	memset(s, 0, sizeof(*s));
-	s->comm = comm;
-	s->mh = mh;
-	s->slots = slots;
-	s->cap = cap;
-	s->conn = conn;
-	s->tag = tag;
-	s->total = total;
-	s->depth = RW_MIN(depth, RP_STEPS);
-	s->sched.every = 1;
-	s->sched.rng = rp_seed ^ ((uint64_t)conn << 20) ^ (uint64_t)(uint32_t)tag;
+	*s = (struct rp_send_sub){
+		.comm = comm,
+		.mh = mh,
+		.slots = slots,
+		.cap = cap,
+		.conn = conn,
+		.tag = tag,
+		.total = total,
+		.depth = RW_MIN(depth, RP_STEPS),
+		.sched = {.every = 1,
+			  .rng = rp_seed ^ ((uint64_t)conn << 20) ^ (uint64_t)(uint32_t)tag},
+	};
 }
 
 int rp_send_finished(const struct rp_send_sub *s)
@@ -147,18 +148,11 @@ void rp_recv_op_init(struct rp_recv_op *op, void *comm, uint32_t conn, int max_r
 void rp_recv_op_add(struct rp_recv_op *op, int tag, uint32_t nsteps, uint32_t first_k,
 		    unsigned char *slots, void *mh)
 {
-	struct rp_recv_sub *sub;
-
 	H_CHECK(op->nsubs < RP_MAX_SUBS && nsteps >= 1, "op: %d subs, %u steps", op->nsubs, nsteps);
 	for (int i = 0; i < op->nsubs; i++)
 		H_CHECK(op->subs[i].tag != tag, "op: tag %d twice", tag);
-	sub = &op->subs[op->nsubs++];
-	memset(sub, 0, sizeof(*sub));
-	sub->tag = tag;
-	sub->nsteps = nsteps;
-	sub->first_k = first_k;
-	sub->slots = slots;
-	sub->mh = mh;
+	op->subs[op->nsubs++] = (struct rp_recv_sub){
+		.tag = tag, .nsteps = nsteps, .first_k = first_k, .slots = slots, .mh = mh};
 }
 
 void rp_recv_op_start(struct rp_recv_op *op)
