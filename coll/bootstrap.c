@@ -11,6 +11,7 @@
 #include "coll/bootstrap.h"
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -29,8 +30,9 @@
 #include "common/rw_common.h"
 #include "common/rw_log.h"
 #include "include/ringway.h"
+#include "transport/tcp/rw_tcp.h"
 
-#define BOOT_NAME  64
+#define BOOT_NAME  RW_TCP_ADDRSTRLEN
 #define BOOT_WARNS 8 /* refusals logged as warnings; the rest at INFO */
 
 struct boot_hdr {
@@ -58,105 +60,6 @@ static uint64_t fresh_nonce(void)
 	return rw_bootstrap_siphash(k, &c, sizeof(c));
 }
 
-/* --- bounded I/O ------------------------------------------------------------ */
-
-static int remaining_ms(uint64_t deadline)
-{
-	uint64_t now = rw_now_ms();
-
-	return now >= deadline ? 0 : (int)RW_MIN(deadline - now, (uint64_t)INT32_MAX);
-}
-
-/* Wait for events on fd: 0, -ETIMEDOUT, or -errno. */
-static int wait_fd(int fd, short events, uint64_t deadline)
-{
-	struct pollfd pfd = {.fd = fd, .events = events};
-
-	for (;;) {
-		int n = poll(&pfd, 1, remaining_ms(deadline));
-
-		if (n > 0)
-			return 0;
-		if (n == 0)
-			return -ETIMEDOUT;
-		if (errno != EINTR)
-			return -errno;
-	}
-}
-
-static int write_all(int fd, const void *buf, size_t len, uint64_t deadline)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int rc = wait_fd(fd, POLLOUT, deadline);
-
-			if (rc)
-				return rc;
-			continue;
-		}
-		return n < 0 ? -errno : -EPIPE;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len, uint64_t deadline)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET; /* the peer closed or died */
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			int rc = wait_fd(fd, POLLIN, deadline);
-
-			if (rc)
-				return rc;
-			continue;
-		}
-		return -errno;
-	}
-	return 0;
-}
-
-static void addr_name(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	int port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-	}
-	snprintf(buf, len, "%s:%d", host, port);
-}
-
 static int set_nonblock(int fd)
 {
 	int fl = fcntl(fd, F_GETFL);
@@ -182,15 +85,6 @@ static int io_fail(const struct rw_bootstrap *b, int i, const char *what, int rc
 }
 
 /* --- rank 0 -------------------------------------------------------------- */
-
-static bool is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr) >>
-			24) == 127;
-	return sa->sa_family == AF_INET6 &&
-	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
-}
 
 /* A listening socket on sa; -errno. */
 static int listen_on(const struct sockaddr *sa, socklen_t sl)
@@ -240,7 +134,10 @@ static int root_listen(const char *root, int *fd_out)
 	}
 	for (struct addrinfo *a = ai; a; a = a->ai_next) {
 		family = a->ai_family;
-		if (!numeric && is_loopback(a->ai_addr))
+		struct sockaddr_storage ss = {0};
+
+		memcpy(&ss, a->ai_addr, RW_MIN((size_t)a->ai_addrlen, sizeof(ss)));
+		if (!numeric && rw_tcp_is_loopback(&ss))
 			break;
 		fd = listen_on(a->ai_addr, a->ai_addrlen);
 		if (fd >= 0 || fd != -EADDRNOTAVAIL)
@@ -248,22 +145,14 @@ static int root_listen(const char *root, int *fd_out)
 	}
 	freeaddrinfo(ai);
 	if (fd == -EADDRNOTAVAIL) {
-		memset(&any, 0, sizeof(any));
+		memset(&any, 0, sizeof(any)); /* the zero address is every address */
 		any.ss_family = (sa_family_t)family;
-		if (family == AF_INET6) {
-			((struct sockaddr_in6 *)&any)->sin6_addr = in6addr_any;
-			((struct sockaddr_in6 *)&any)->sin6_port = htons((uint16_t)port);
-		} else {
-			((struct sockaddr_in *)&any)->sin_addr.s_addr = htonl(INADDR_ANY);
-			((struct sockaddr_in *)&any)->sin_port = htons((uint16_t)port);
-		}
+		rw_tcp_addr_set_port(&any, port);
 		RW_INFO(RW_LOG_INIT,
 			"bootstrap: '%s' is not an address other hosts reach rank 0 at: listening "
 			"on every address of port %d",
 			host, port);
-		fd = listen_on((struct sockaddr *)&any, family == AF_INET6
-								? sizeof(struct sockaddr_in6)
-								: sizeof(struct sockaddr_in));
+		fd = listen_on((struct sockaddr *)&any, rw_tcp_addr_len(&any));
 	}
 	if (fd < 0) {
 		snprintf(name, sizeof(name), "%.*s", rw_boot_shown(root), root);
@@ -275,45 +164,38 @@ static int root_listen(const char *root, int *fd_out)
 	return 0;
 }
 
-/* A connection rank 0 accepted that has not proven itself yet. */
-struct pending {
-	int fd;
-	uint64_t nonce;	   /* of the challenge sent */
-	uint64_t deadline; /* to prove itself */
-	size_t got;	   /* bytes of h read */
-	struct rw_boot_hello h;
-	char name[BOOT_NAME];
-};
-
+/* Rank 0's gathering: the connections that owe their hello wait in the
+ * toolbox's gate (tag: the nonce of the challenge each was sent). */
 struct gather {
 	struct rw_bootstrap *b;
-	struct pending p[RW_BOOT_PENDING_MAX];
-	int np, joined, refused;
+	struct rw_tcp_gate gate;
+	int joined, refused;
 };
 
-/* Forget pending i (closing it unless it joined). */
-static void pend_remove(struct gather *g, int i, bool close_it)
+static struct rw_boot_hello pend_hello(const struct gather *g, int i)
 {
-	if (close_it)
-		close(g->p[i].fd);
-	g->p[i] = g->p[--g->np];
+	struct rw_boot_hello h;
+
+	memcpy(&h, g->gate.c[i].hello, sizeof(h));
+	return h;
 }
 
 /* Refuse pending i: tell it why (best effort, never waits) and close it. */
 static void pend_refuse(struct gather *g, int i, int status, const char *why)
 {
-	struct pending *p = &g->p[i];
+	const struct rw_tcp_cand *p = &g->gate.c[i];
+	struct rw_boot_hello h = pend_hello(g, i);
 	struct rw_boot_welcome w = {.magic = RW_BOOT_MAGIC, .status = status};
 
 	if (status != -EBADMSG)
 		(void)!send(p->fd, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (status != -EBADMSG && g->refused++ < BOOT_WARNS)
 		RW_WARN(RW_LOG_INIT, "bootstrap: rank 0: refused %s (says rank %d of %d): %s%s",
-			p->name, p->h.rank, p->h.nranks, why,
+			p->name, h.rank, h.nranks, why,
 			g->refused == BOOT_WARNS ? " (further refusals at INFO)" : "");
 	else
 		RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: dropped %s: %s", p->name, why);
-	pend_remove(g, i, true);
+	rw_tcp_gate_close(&g->gate, i);
 }
 
 /* A whole hello from pending i: take its rank or refuse it.  0, or the
@@ -321,18 +203,19 @@ static void pend_refuse(struct gather *g, int i, int status, const char *why)
 static int pend_verdict(struct gather *g, int i)
 {
 	struct rw_bootstrap *b = g->b;
-	struct pending *p = &g->p[i];
+	const struct rw_tcp_cand *p = &g->gate.c[i];
+	struct rw_boot_hello h = pend_hello(g, i);
 	struct rw_boot_welcome w = {.magic = RW_BOOT_MAGIC};
-	int rc = rw_bootstrap_check_hello(&b->key, p->nonce, b->nranks, &p->h), r = p->h.rank;
+	int rc = rw_bootstrap_check_hello(&b->key, p->tag, b->nranks, &h), r = h.rank;
 
 	if (rc == -EPROTO && b->key.set) {
 		RW_WARN(RW_LOG_INIT,
 			"bootstrap: rank 0: %s holds the job secret but says it is rank %d of %d; "
 			"this job has %d ranks",
-			p->name, r, p->h.nranks, b->nranks);
+			p->name, r, h.nranks, b->nranks);
 		w.status = -EPROTO;
 		(void)!send(p->fd, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT);
-		pend_remove(g, i, true);
+		rw_tcp_gate_close(&g->gate, i);
 		return -EPROTO;
 	}
 	if (rc == 0 && b->fds[r] >= 0)
@@ -357,96 +240,55 @@ static int pend_verdict(struct gather *g, int i)
 		pend_refuse(g, i, rc, "another nranks, or a rank out of range");
 		return 0;
 	}
-	w.mac = rw_bootstrap_mac(&b->key, RW_BOOT_LABEL_ROOT, p->nonce, p->h.nonce, r, 0);
+	w.mac = rw_bootstrap_mac(&b->key, RW_BOOT_LABEL_ROOT, p->tag, h.nonce, r, 0);
 	if (send(p->fd, &w, sizeof(w), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(w)) {
 		RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: rank %d (%s) left before its welcome", r,
 			p->name);
-		pend_remove(g, i, true);
+		rw_tcp_gate_close(&g->gate, i);
 		return 0;
 	}
-	b->fds[r] = p->fd;
 	snprintf(b->names[r], BOOT_NAME, "%s", p->name);
+	b->fds[r] = rw_tcp_gate_take(&g->gate, i);
 	g->joined++;
-	RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: rank %d joined from %s (%d of %d)", r, p->name,
+	RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: rank %d joined from %s (%d of %d)", r, b->names[r],
 		g->joined + 1, b->nranks);
-	pend_remove(g, i, false);
 	return 0;
 }
 
 /* Read what pending i sent; 0, or the error that fails rank 0. */
-static int pend_read(struct gather *g, int i)
+static int pend_read(struct gather *g, int i, uint64_t now)
 {
-	struct pending *p = &g->p[i];
-	ssize_t n = recv(p->fd, (char *)&p->h + p->got, sizeof(p->h) - p->got, MSG_DONTWAIT);
+	int rc = rw_tcp_gate_read(&g->gate, i, now);
 
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return 0;
-	if (n <= 0) {
-		RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: %s left before its hello: %s", p->name,
-			n == 0 ? "closed" : strerror(errno));
-		pend_remove(g, i, true);
-		return 0;
-	}
-	p->got += (size_t)n;
-	if (p->got < sizeof(p->h)) {
-		if (p->got >= sizeof(uint32_t) && p->h.magic != RW_BOOT_MAGIC)
+	if (rc < 0)
+		return 0; /* dropped by the gate, which said why */
+	if (rc == 0) {
+		if (g->gate.c[i].got >= sizeof(uint32_t) && pend_hello(g, i).magic != RW_BOOT_MAGIC)
 			pend_refuse(g, i, -EBADMSG, "not a ringway rank");
 		return 0;
 	}
 	return pend_verdict(g, i);
 }
 
-/* Accept what waits on lfd, challenging each; 0 or a fatal -errno. */
-static int root_accept(struct gather *g, int lfd, int hello_ms)
+/* Accept what waits on lfd, challenging each; 0 or a fatal -errno (logged). */
+static int root_accept(struct gather *g, int lfd, uint64_t now)
 {
 	for (int k = 0; k < 16; k++) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
 		struct rw_boot_challenge c = {.magic = RW_BOOT_MAGIC,
 					      .version = RW_BOOT_VERSION,
 					      .flags = g->b->key.set ? RW_BOOT_F_SECRET : 0};
-		struct pending *p;
-		int fd, one = 1, oldest = 0;
+		struct rw_tcp_cand *p;
+		int i, one = 1, rc = rw_tcp_gate_accept(&g->gate, lfd, now, &i);
 
-		fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM || errno == EBADF || errno == EINVAL ||
-			    errno == ENOTSOCK) {
-				int rc = -errno;
-
-				RW_WARN(RW_LOG_INIT,
-					"bootstrap: rank 0: accept failed with %d of %d ranks "
-					"joined: %s%s",
-					g->joined + 1, g->b->nranks, strerror(-rc),
-					rc == -EMFILE ? " (raise ulimit -n)" : "");
-				return rc;
-			}
-			return 0; /* EAGAIN: all taken; or a connection that failed already */
-		}
-		if (g->np == RW_BOOT_PENDING_MAX) {
-			for (int i = 1; i < g->np; i++)
-				if (g->p[i].deadline < g->p[oldest].deadline)
-					oldest = i;
-			RW_INFO(RW_LOG_INIT,
-				"bootstrap: rank 0: %d connections owe a hello: "
-				"dropped the oldest, %s",
-				RW_BOOT_PENDING_MAX, g->p[oldest].name);
-			pend_remove(g, oldest, true);
-		}
-		p = &g->p[g->np];
-		memset(p, 0, sizeof(*p));
-		p->fd = fd;
-		p->nonce = c.nonce = fresh_nonce();
-		p->deadline = rw_now_ms() + (uint64_t)hello_ms;
-		addr_name((struct sockaddr *)&ss, p->name, sizeof(p->name));
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (send(fd, &c, sizeof(c), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(c)) {
+		if (rc <= 0)
+			return rc; /* 0: all taken */
+		p = &g->gate.c[i];
+		p->tag = c.nonce = fresh_nonce();
+		setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		if (send(p->fd, &c, sizeof(c), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(c)) {
 			RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: %s left at once", p->name);
-			close(fd);
-			continue;
+			rw_tcp_gate_close(&g->gate, i);
 		}
-		g->np++;
 	}
 	return 0;
 }
@@ -473,37 +315,42 @@ static void log_missing(const struct gather *g)
 /* Accept nranks - 1 peers, each proving itself by its hello. */
 static int root_gather_peers(struct rw_bootstrap *b, int lfd, uint64_t deadline)
 {
-	int hello_ms = RW_MIN(RW_BOOT_HELLO_MS, b->timeout_ms), rc;
+	const struct rw_tcp_gate_cfg cfg = {
+		.who = "bootstrap: rank 0",
+		.param = "5 s, or RINGWAY_TIMEOUT_MS when shorter",
+		.max = RW_BOOT_PENDING_MAX,
+		.hello_ms = RW_MIN(RW_BOOT_HELLO_MS, b->timeout_ms),
+		.hello_len = sizeof(struct rw_boot_hello),
+	};
 	struct pollfd pfd[RW_BOOT_PENDING_MAX + 1];
 	struct gather *g = calloc(1, sizeof(*g));
+	int rc;
 
+	static_assert(sizeof(struct rw_boot_hello) <= RW_TCP_HELLO_MAX, "the gate holds a hello");
 	if (!g)
 		return -ENOMEM;
 	g->b = b;
+	rc = rw_tcp_gate_init(&g->gate, &cfg);
+	if (rc) {
+		free(g);
+		return rc;
+	}
 	rc = set_nonblock(lfd);
 	while (!rc && g->joined < b->nranks - 1) {
-		uint64_t now = rw_now_ms(), wake = deadline;
-		int n;
+		uint64_t now = rw_now_ms(), wake;
+		int n, np;
 
-		for (int i = g->np - 1; i >= 0; i--) {
-			if (g->p[i].deadline <= now) {
-				RW_INFO(RW_LOG_INIT,
-					"bootstrap: rank 0: dropped %s: no hello within %d ms",
-					g->p[i].name, hello_ms);
-				pend_remove(g, i, true);
-			}
-		}
+		wake = RW_MIN(deadline, rw_tcp_gate_expire(&g->gate, now));
 		if (now >= deadline) {
 			log_missing(g);
 			rc = -ETIMEDOUT;
 			break;
 		}
+		np = g->gate.n;
 		pfd[0] = (struct pollfd){.fd = lfd, .events = POLLIN};
-		for (int i = 0; i < g->np; i++) {
-			pfd[i + 1] = (struct pollfd){.fd = g->p[i].fd, .events = POLLIN};
-			wake = RW_MIN(wake, g->p[i].deadline);
-		}
-		n = poll(pfd, (nfds_t)g->np + 1, wake > now ? (int)RW_MIN(wake - now, 60000) : 0);
+		for (int i = 0; i < np; i++)
+			pfd[i + 1] = (struct pollfd){.fd = g->gate.c[i].fd, .events = POLLIN};
+		n = poll(pfd, (nfds_t)np + 1, wake > now ? (int)RW_MIN(wake - now, 60000) : 0);
 		if (n < 0 && errno != EINTR) {
 			rc = -errno;
 			RW_WARN(RW_LOG_INIT, "bootstrap: rank 0: poll failed: %s", strerror(-rc));
@@ -511,16 +358,16 @@ static int root_gather_peers(struct rw_bootstrap *b, int lfd, uint64_t deadline)
 		}
 		if (n <= 0)
 			continue;
-		/* back to front: a removal moves the last entry into the slot */
-		for (int i = g->np - 1; i >= 0 && !rc; i--) {
+		now = rw_now_ms();
+		/* back to front: a removal moves the later entries down */
+		for (int i = np - 1; i >= 0 && !rc; i--) {
 			if (pfd[i + 1].revents)
-				rc = pend_read(g, i);
+				rc = pend_read(g, i, now);
 		}
 		if (!rc && pfd[0].revents)
-			rc = root_accept(g, lfd, hello_ms);
+			rc = root_accept(g, lfd, now);
 	}
-	while (g->np)
-		pend_remove(g, 0, true);
+	rw_tcp_gate_fini(&g->gate);
 	free(g);
 	return rc;
 }
@@ -529,26 +376,12 @@ static int root_gather_peers(struct rw_bootstrap *b, int lfd, uint64_t deadline)
 
 static int try_connect(const struct addrinfo *a, uint64_t deadline, int *fd_out)
 {
-	int fd, rc, err = 0;
-	socklen_t el = sizeof(err);
+	struct sockaddr_storage ss = {0};
 
-	fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, a->ai_addr, a->ai_addrlen) < 0 && errno != EINPROGRESS) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	rc = wait_fd(fd, POLLOUT, deadline);
-	if (rc == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) == 0 && err)
-		rc = -err;
-	if (rc) {
-		close(fd);
-		return rc;
-	}
-	*fd_out = fd;
-	return 0;
+	if ((size_t)a->ai_addrlen > sizeof(ss))
+		return -EAFNOSUPPORT;
+	memcpy(&ss, a->ai_addr, (size_t)a->ai_addrlen);
+	return rw_tcp_connect(&ss, deadline, fd_out);
 }
 
 /*
@@ -568,7 +401,7 @@ static int peer_handshake(struct rw_bootstrap *b, int fd, uint64_t deadline)
 	const char *why = "";
 	int rc;
 
-	rc = read_all(fd, &c, sizeof(c), deadline);
+	rc = rw_tcp_read_all(fd, &c, sizeof(c), deadline);
 	if (!rc)
 		rc = rw_bootstrap_check_challenge(&b->key, &c);
 	if (rc == -EACCES)
@@ -578,10 +411,10 @@ static int peer_handshake(struct rw_bootstrap *b, int fd, uint64_t deadline)
 	if (!rc) {
 		h.mac = rw_bootstrap_mac(&b->key, RW_BOOT_LABEL_PEER, c.nonce, h.nonce, h.rank,
 					 h.nranks);
-		rc = write_all(fd, &h, sizeof(h), deadline);
+		rc = rw_tcp_write_all(fd, &h, sizeof(h), deadline);
 	}
 	if (!rc)
-		rc = read_all(fd, &w, sizeof(w), deadline);
+		rc = rw_tcp_read_all(fd, &w, sizeof(w), deadline);
 	if (!rc) {
 		rc = rw_bootstrap_check_welcome(&b->key, c.nonce, &h, &w);
 		why = rc == -EEXIST	       ? ": rank 0 refused: this rank already joined"
@@ -645,7 +478,7 @@ static int peer_connect(struct rw_bootstrap *b, const char *root, uint64_t deadl
 				"before its welcome: knocking again",
 				b->rank);
 		}
-		if (remaining_ms(deadline) == 0)
+		if (rw_now_ms() >= deadline)
 			break;
 		usleep(20000);
 	}
@@ -743,31 +576,31 @@ int rw_bootstrap_allgather(struct rw_bootstrap *b, const void *mine, void *all, 
 
 	memmove(out + (size_t)b->rank * len, mine, len);
 	if (b->rank != 0) {
-		rc = write_all(b->fds[0], &h, sizeof(h), deadline);
+		rc = rw_tcp_write_all(b->fds[0], &h, sizeof(h), deadline);
 		if (!rc)
-			rc = write_all(b->fds[0], mine, len, deadline);
+			rc = rw_tcp_write_all(b->fds[0], mine, len, deadline);
 		if (!rc)
-			rc = read_all(b->fds[0], &h, sizeof(h), deadline);
+			rc = rw_tcp_read_all(b->fds[0], &h, sizeof(h), deadline);
 		if (!rc && (h.magic != RW_BOOT_MAGIC || h.len != total))
 			rc = -EPROTO;
 		if (!rc)
-			rc = read_all(b->fds[0], out, total, deadline);
+			rc = rw_tcp_read_all(b->fds[0], out, total, deadline);
 		return rc ? io_fail(b, 0, "exchanging handles with", rc) : 0;
 	}
 	for (int r = 1; r < b->nranks; r++) {
-		rc = read_all(b->fds[r], &h, sizeof(h), deadline);
+		rc = rw_tcp_read_all(b->fds[r], &h, sizeof(h), deadline);
 		if (!rc && (h.magic != RW_BOOT_MAGIC || h.len != len))
 			rc = -EPROTO;
 		if (!rc)
-			rc = read_all(b->fds[r], out + (size_t)r * len, len, deadline);
+			rc = rw_tcp_read_all(b->fds[r], out + (size_t)r * len, len, deadline);
 		if (rc)
 			return io_fail(b, r, "gathering from", rc);
 	}
 	h.len = total;
 	for (int r = 1; r < b->nranks; r++) {
-		rc = write_all(b->fds[r], &h, sizeof(h), deadline);
+		rc = rw_tcp_write_all(b->fds[r], &h, sizeof(h), deadline);
 		if (!rc)
-			rc = write_all(b->fds[r], out, total, deadline);
+			rc = rw_tcp_write_all(b->fds[r], out, total, deadline);
 		if (rc)
 			return io_fail(b, r, "sending the handles to", rc);
 	}

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coll/bootstrap.h"
+#include "transport/tcp/rw_tcp.h"
 
 int rw_boot_shown(const char *hostport)
 {
@@ -21,39 +22,14 @@ int rw_boot_shown(const char *hostport)
 
 int rw_bootstrap_parse(const char *hostport, char *host, size_t hostlen, int *port)
 {
-	char buf[320], *colon, *h = buf, *end;
-	size_t n;
-	long p;
+	char buf[320];
+	int n = rw_boot_shown(hostport);
 
-	if (!hostport || !*hostport || (size_t)rw_boot_shown(hostport) >= sizeof(buf))
+	if (!hostport || !*hostport || (size_t)n >= sizeof(buf))
 		return -EINVAL;
-	memcpy(buf, hostport, (size_t)rw_boot_shown(hostport));
-	buf[rw_boot_shown(hostport)] = '\0';
-	if (*h == '[') {
-		char *close = strchr(h, ']');
-
-		if (!close || close[1] != ':')
-			return -EINVAL;
-		h++;
-		n = (size_t)(close - h);
-		colon = close + 1;
-	} else {
-		colon = strrchr(h, ':');
-		if (!colon)
-			return -EINVAL;
-		n = (size_t)(colon - h);
-	}
-	if (n == 0 || n >= hostlen)
-		return -EINVAL;
-	errno = 0;
-	p = strtol(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || p < 1 || p > 65535 || colon[1] == '+' ||
-	    colon[1] == '-' || colon[1] == ' ')
-		return -EINVAL;
-	memcpy(host, h, n);
-	host[n] = '\0';
-	*port = (int)p;
-	return 0;
+	memcpy(buf, hostport, (size_t)n); /* without the "#key" */
+	buf[n] = '\0';
+	return rw_tcp_hostport_split(buf, host, hostlen, port);
 }
 
 /* --- the job key --------------------------------------------------------- */

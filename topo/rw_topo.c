@@ -232,16 +232,8 @@ static void read_ib_port(struct rw_topo *t, struct rw_topo_nic *nic)
 	}
 	if (!nic->guid) {
 		snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/node_guid", nic->ibdev);
-		if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
-			uint64_t g = 0;
-
-			for (const char *c = buf; *c; c++)
-				if (isxdigit((unsigned char)*c))
-					g = g << 4 | (uint64_t)(isdigit((unsigned char)*c)
-									? *c - '0'
-									: (tolower(*c) - 'a' + 10));
-			nic->guid = g;
-		}
+		if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf)))
+			nic->guid = rw_topo_guid_parse(buf);
 	}
 }
 
@@ -552,23 +544,4 @@ int rw_topo_nic_find(const struct rw_topo *t, const char *name)
 			return i;
 	}
 	return -1;
-}
-
-int rw_topo_net_props(const struct rw_topo *t, const char *name, struct rw_topo_net_props *out)
-{
-	int i = name ? rw_topo_nic_find(t, name) : -1;
-	const struct rw_topo_nic *n;
-
-	if (i < 0)
-		return -ENOENT;
-	n = &t->nics[i];
-	memset(out, 0, sizeof(*out));
-	snprintf(out->pci_path, sizeof(out->pci_path), "%s", n->pci_path);
-	out->speed_mbps = n->speed_mbps;
-	out->guid = n->guid;
-	out->port = n->port;
-	out->numa = n->numa;
-	out->rail_id = (int16_t)n->rail_id;
-	out->plane_id = (int16_t)n->plane_id;
-	return 0;
 }

@@ -290,6 +290,26 @@ int rw_topo_multihost_ring(const struct rw_topo *const *hosts, int nhosts, int c
  */
 int rw_topo_net_props(const struct rw_topo *topo, const char *name, struct rw_topo_net_props *out);
 
+/** What sysfs says about one NIC, read live (no model needed). */
+struct rw_topo_nic_facts {
+	char pci_path[RW_TOPO_PATH_MAX]; /**< its PCI function's directory; "" when not PCI */
+	int speed_mbps;			 /**< 0 when sysfs does not know (virtual, loopback) */
+	uint64_t guid;			 /**< NodeGUID (RDMA device) or MAC (netdev); 0: none */
+	int ifindex;			 /**< a netdev's; 0 for RDMA devices or when unknown */
+};
+
+/**
+ * The one reader of a NIC's PCI path, speed and GUID for the transports'
+ * getProperties.  name is an RDMA device ("mlx5_0", looked up under
+ * sys/class/infiniband) or else a netdev ("eth0", sys/class/net).  The PCI
+ * path is the device link resolved and cut after its last PCI address
+ * (virtio NICs resolve to .../0000:00:03.0/virtio2).  RDMA speed is port
+ * 1's rate.  sysfs_root as for rw_sysfs_read ("" is the real /).  What
+ * sysfs does not know stays 0 or "".  Never blocks.
+ * \return 0, or -EINVAL (NULL or over-long name).
+ */
+int rw_topo_nic_facts(const char *sysfs_root, const char *name, struct rw_topo_nic_facts *out);
+
 /* --- pictures --------------------------------------------------------------- */
 
 /**

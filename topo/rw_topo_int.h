@@ -95,6 +95,8 @@ int rw_topo_busid_norm(const char *in, char *out, size_t len);
 
 /** Parse an RDMA port state ("4: ACTIVE" or "4"). */
 enum rw_topo_link_state rw_topo_ib_state(const char *s);
+/** A GUID as sysfs prints it ("b8ce:f603:00a1:2b43"): its hex digits in order. */
+uint64_t rw_topo_guid_parse(const char *s);
 
 /** Path between PCI nodes (either may be -1: not on PCI). */
 enum rw_topo_path_type rw_topo_pci_path_type(const struct rw_topo *t, int a, int b);

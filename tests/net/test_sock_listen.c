@@ -177,10 +177,10 @@ static void accept_until_held(int cands, int asms)
 
 	for (;;) {
 		accept_none();
-		if (lsn()->ncands == cands && lsn()->nasms == asms)
+		if (lsn()->gate.n == cands && lsn()->nasms == asms)
 			return;
 		if (rw_now_ms() >= deadline)
-			fail_msg("listener holds %d and %d, not %d and %d", lsn()->ncands,
+			fail_msg("listener holds %d and %d, not %d and %d", lsn()->gate.n,
 				 lsn()->nasms, cands, asms);
 		usleep(1000);
 	}
@@ -301,7 +301,7 @@ static void unproven_dropped_after_short_deadline(void **state)
 		 half);
 	assert_int_equal(rw_test_log_count(msg), 1);
 	assert_int_equal(rw_test_log_count("dropping connection"), 3);
-	assert_int_equal(lsn()->ncands, 0);
+	assert_int_equal(lsn()->gate.n, 0);
 	assert_int_equal(lsn()->nasms, 0);
 }
 
@@ -458,11 +458,11 @@ static void real_peer_gets_through_a_crowd(void **state)
 	exchange(s, r, 100);
 	warned = rw_test_log_count("dropping connection");
 	printf("drop warnings: %d (the listener held %d unproven, %d half set up)\n", warned,
-	       lsn()->ncands, lsn()->nasms);
+	       lsn()->gate.n, lsn()->nasms);
 	/* limited per window of RW_SOCK_DROP_WINDOW_MS, not one per stranger */
 	assert_true(warned <=
 		    RW_SOCK_DROP_WARNS * (int)(1 + (rw_now_ms() - t0) / RW_SOCK_DROP_WINDOW_MS));
-	assert_true(lsn()->ncands <= RW_SOCK_CANDS_PER_HOST);
+	assert_true(lsn()->gate.n <= RW_SOCK_CANDS_PER_HOST);
 	assert_true(lsn()->nasms <= RW_SOCK_MAX_ASMS);
 	assert_int_equal(rw_net_close_send(s), 0);
 	assert_int_equal(rw_net_close_recv(r), 0);

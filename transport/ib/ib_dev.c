@@ -19,6 +19,7 @@
 
 #include "gpu/rw_cuda_dmabuf.h"
 #include "topo/rw_sysfs.h"
+#include "topo/rw_topo.h"
 
 /* --- GIDs ------------------------------------------------------------------------ */
 
@@ -442,7 +443,7 @@ static int hca_open(struct rw_ib_net *net, struct ibv_device *dev, const struct 
 	const struct rw_config *cfg = &net->base.cfg;
 	struct rw_ib_hca *h;
 	int before = net->ndev, rc;
-	char rel[128], msg[160];
+	char msg[160];
 
 	h = calloc(1, sizeof(*h));
 	if (!h)
@@ -471,12 +472,11 @@ static int hca_open(struct rw_ib_net *net, struct ibv_device *dev, const struct 
 		return 0;
 	}
 	h->guid = be64toh(h->attr.node_guid);
-	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/device", h->name);
 	{
-		char path[512];
+		struct rw_topo_nic_facts f; /* topo reads sysfs: the PCI path */
 
-		if (rw_sysfs_realpath(cfg->sysfs_root, rel, path, sizeof(path)) == 0)
-			h->pci_path = strdup(path);
+		if (rw_topo_nic_facts(cfg->sysfs_root, h->name, &f) == 0 && f.pci_path[0])
+			h->pci_path = strdup(f.pci_path);
 	}
 	h->pd = net->v.alloc_pd(h->ctx);
 	if (!h->pd) {

@@ -6,33 +6,18 @@
 #define _GNU_SOURCE
 #include "transport/ib/ib_internal.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "transport/socket/sock.h"
+#include "transport/tcp/rw_tcp.h"
 
+/* The toolbox's formatter under ib_internal.h's old name, until ib_conn.c
+ * calls rw_tcp_addr_str itself. */
 void rw_ib_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len)
 {
-	char host[INET6_ADDRSTRLEN] = "?";
-
-	if (sa->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
-	} else if (sa->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
-	} else {
-		snprintf(buf, len, "?");
-	}
+	rw_tcp_addr_str(sa, buf, len);
 }
 
 uint64_t rw_ib_random64(void)
@@ -52,34 +37,15 @@ uint64_t rw_ib_random64(void)
 static int boot_addr(struct rw_ib_net *net, char *why, size_t len)
 {
 	const struct rw_config *cfg = &net->base.cfg;
-	struct rw_sock_ifaddr *in, out;
-	struct ifaddrs *ifa, *i;
-	size_t nin = 0, nout = 0, cap = 0;
+	struct rw_tcp_ifaddr out;
+	size_t nout = 0;
+	int rc;
 
-	if (getifaddrs(&ifa)) {
-		snprintf(why, len, "getifaddrs: %s", strerror(errno));
-		return -errno;
+	rc = rw_tcp_if_pick(cfg->socket_ifname, cfg->socket_family, &out, 1, &nout, NULL, NULL, 0);
+	if (rc) {
+		snprintf(why, len, "getifaddrs: %s", strerror(-rc));
+		return rc;
 	}
-	for (i = ifa; i; i = i->ifa_next)
-		cap++;
-	in = calloc(cap ? cap : 1, sizeof(*in));
-	if (!in) {
-		freeifaddrs(ifa);
-		return -ENOMEM;
-	}
-	for (i = ifa; i; i = i->ifa_next) {
-		if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) ||
-		    (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
-			continue;
-		snprintf(in[nin].name, sizeof(in[nin].name), "%s", i->ifa_name);
-		memcpy(&in[nin].addr, i->ifa_addr,
-		       i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-							 : sizeof(struct sockaddr_in6));
-		nin++;
-	}
-	freeifaddrs(ifa);
-	rw_sock_if_select(cfg->socket_ifname, cfg->socket_family, in, nin, &out, 1, &nout, NULL);
-	free(in);
 	if (nout == 0) {
 		snprintf(why, len,
 			 "no interface for the connection set-up (RINGWAY_SOCKET_IFNAME='%s')",
@@ -87,12 +53,8 @@ static int boot_addr(struct rw_ib_net *net, char *why, size_t len)
 		return -ENODEV;
 	}
 	net->boot = out.addr;
-	if (net->boot.ss_family == AF_INET)
-		((struct sockaddr_in *)&net->boot)->sin_port = 0;
-	else
-		((struct sockaddr_in6 *)&net->boot)->sin6_port = 0;
-	rw_ib_addr_str(&net->boot, net->boot_str, sizeof(net->boot_str));
-	*strrchr(net->boot_str, ':') = '\0'; /* no port yet: the address alone */
+	rw_tcp_addr_set_port(&net->boot, 0);
+	rw_tcp_host_str(&net->boot, net->boot_str, sizeof(net->boot_str)); /* no port yet */
 	return 0;
 }
 

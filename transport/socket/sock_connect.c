@@ -10,11 +10,11 @@
  * the next connect call with the same handle resumes it.
  */
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/socket/sock_internal.h"
+#include "transport/tcp/rw_tcp.h"
 
 static const char *const state_names[] = {
 	[RW_SOCK_CONN_START] = "start",
@@ -35,7 +35,6 @@ static int step_start(struct rw_sock_comm *c)
 {
 	struct rw_sock_connect *k = c->conn;
 	const struct rw_config *cfg = &c->net->base.cfg;
-	socklen_t plen = rw_sock_addr_len(&k->peer);
 
 	for (int i = 0; i < k->nstreams; i++) {
 		int rc = rw_sock_socket(k->peer.ss_family, &k->fds[i]);
@@ -48,9 +47,9 @@ static int step_start(struct rw_sock_comm *c)
 		/* No bind to the device's address: routing picks the source,
 		 * as in NCCL's socket transport (a loopback device could not
 		 * reach a peer's NIC address otherwise). */
-		if (connect(k->fds[i], (const struct sockaddr *)&k->peer, plen) &&
-		    errno != EINPROGRESS && errno != EINTR)
-			return conn_fail(c, -errno, "connect()");
+		rc = rw_tcp_connect_begin(k->fds[i], &k->peer);
+		if (rc)
+			return conn_fail(c, rc, "connect()");
 	}
 	k->state = RW_SOCK_CONN_CONNECTING;
 	return RW_SOCK_STEP_DONE;
@@ -95,20 +94,17 @@ static int step_connecting(struct rw_sock_comm *c)
 	int pending = 0;
 
 	for (int i = 0; i < k->nstreams; i++) {
-		struct pollfd p = {.fd = k->fds[i], .events = POLLOUT};
-		int err = 0, rc;
-		socklen_t len = sizeof(err);
+		int rc;
 
 		if (k->connected[i])
 			continue;
-		if (poll(&p, 1, 0) == 0) {
+		rc = rw_tcp_connect_done(k->fds[i]);
+		if (rc == 0) {
 			pending++;
 			continue;
 		}
-		if (getsockopt(k->fds[i], SOL_SOCKET, SO_ERROR, &err, &len))
-			err = errno;
-		if (err)
-			return conn_fail(c, -err, "TCP connect");
+		if (rc < 0)
+			return conn_fail(c, rc, "TCP connect");
 		k->connected[i] = true;
 		rc = hello_push(c, i);
 		if (rc < 0)
@@ -197,7 +193,7 @@ static struct rw_sock_comm *conn_new(struct rw_sock_net *sn, int dev,
 	struct rw_sock_comm *c;
 	struct rw_sock_connect *k;
 
-	rw_sock_addr_str(peer, str, sizeof(str));
+	rw_tcp_addr_str(peer, str, sizeof(str));
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return NULL;

@@ -1,169 +1,53 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Which network interfaces the socket transport uses (NCCL_SOCKET_IFNAME). */
-#include <ctype.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
+/*
+ * Interface selection moved to the TCP toolbox (rw_tcp_if_select in
+ * transport/tcp/tcp_ifname.c).  This forwarder keeps sock.h's old name for
+ * the callers that still use it (tests/common/fuzz_params.c); it goes with
+ * sock.h's declaration once they call the toolbox.
+ */
+#include <stdlib.h>
 #include <string.h>
 
 #include "transport/socket/sock_internal.h"
+#include "transport/tcp/rw_tcp.h"
 
-#define MAX_TOKENS 32
-#define TOKEN_LEN 64
+static_assert(sizeof(struct rw_sock_ifaddr) == sizeof(struct rw_tcp_ifaddr) &&
+		      (int)RW_SOCK_IF_RULE_LOOPBACK == (int)RW_TCP_IF_RULE_LOOPBACK,
+	      "sock.h's interface types mirror the toolbox's");
 
-struct if_spec {
-	bool exclude; /* '^': everything but the listed names */
-	bool exact;   /* '=': whole names, not prefixes */
-	int n;
-	char tok[MAX_TOKENS][TOKEN_LEN];
-};
-
-static void spec_parse(const char *s, struct if_spec *sp)
-{
-	memset(sp, 0, sizeof(*sp));
-	while (isspace((unsigned char)*s))
-		s++;
-	if (*s == '^') {
-		sp->exclude = true;
-		s++;
-	}
-	if (*s == '=') {
-		sp->exact = true;
-		s++;
-	}
-	while (*s) {
-		const char *end = strchr(s, ',');
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		const char *b = s, *e = s + len;
-
-		while (b < e && isspace((unsigned char)*b))
-			b++;
-		while (e > b && isspace((unsigned char)e[-1]))
-			e--;
-		if (e > b && sp->n < MAX_TOKENS) {
-			size_t n = RW_MIN((size_t)(e - b), (size_t)TOKEN_LEN - 1);
-
-			memcpy(sp->tok[sp->n], b, n);
-			sp->tok[sp->n][n] = '\0';
-			sp->n++;
-		}
-		s += len + (end ? 1 : 0);
-	}
-}
-
-static bool spec_lists(const struct if_spec *sp, const char *name)
-{
-	for (int i = 0; i < sp->n; i++) {
-		if (sp->exact ? strcmp(name, sp->tok[i]) == 0
-			      : strncmp(name, sp->tok[i], strlen(sp->tok[i])) == 0)
-			return true;
-	}
-	return false;
-}
-
-static bool family_ok(int family, const struct sockaddr_storage *sa)
-{
-	if (sa->ss_family == AF_INET)
-		return family != RW_SOCKET_FAMILY_IPV6;
-	if (sa->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-		return family != RW_SOCKET_FAMILY_IPV4 &&
-		       !IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr);
-	}
-	return false;
-}
-
-static size_t select_with(const struct if_spec *sp, int family,
-			  const struct rw_sock_ifaddr *in, size_t nin,
-			  struct rw_sock_ifaddr *out, size_t max)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < nin; i++) {
-		size_t j;
-
-		if (!family_ok(family, &in[i].addr) ||
-		    spec_lists(sp, in[i].name) == sp->exclude)
-			continue;
-		for (j = 0; j < n; j++)
-			if (strcmp(out[j].name, in[i].name) == 0)
-				break;
-		if (j < n) {
-			/* seen: an IPv4 address wins over an IPv6 one */
-			if (out[j].addr.ss_family == AF_INET6 &&
-			    in[i].addr.ss_family == AF_INET)
-				out[j].addr = in[i].addr;
-			continue;
-		}
-		if (n < max)
-			out[n++] = in[i];
-	}
-	return n;
-}
-
-int rw_sock_if_select(const char *spec, int family,
-		      const struct rw_sock_ifaddr *in, size_t nin,
+int rw_sock_if_select(const char *spec, int family, const struct rw_sock_ifaddr *in, size_t nin,
 		      struct rw_sock_ifaddr *out, size_t max, size_t *nout,
 		      enum rw_sock_if_rule *rule)
 {
-	/* Default, then NCCL's fallbacks, in order. */
-	static const struct {
-		const char *spec;
-		enum rw_sock_if_rule rule;
-	} defaults[] = {
-		{ "^docker,lo,virbr", RW_SOCK_IF_RULE_DEFAULT },
-		{ "docker", RW_SOCK_IF_RULE_DOCKER },
-		{ "lo", RW_SOCK_IF_RULE_LOOPBACK },
-	};
-	struct if_spec sp;
-	const char *p = spec;
+	struct rw_tcp_ifaddr *tin, *tout;
+	enum rw_tcp_if_rule r;
 	size_t n = 0;
+	int rc;
 
 	if ((!in && nin) || !out || !nout)
 		return -EINVAL;
-	while (p && isspace((unsigned char)*p))
-		p++;
-	if (p && *p) {
-		spec_parse(p, &sp);
-		*nout = select_with(&sp, family, in, nin, out, max);
-		if (rule)
-			*rule = RW_SOCK_IF_RULE_SPEC;
-		return 0;
+	tin = calloc(nin ? nin : 1, sizeof(*tin));
+	tout = calloc(max ? max : 1, sizeof(*tout));
+	if (!tin || !tout) {
+		free(tin);
+		free(tout);
+		return -ENOMEM;
 	}
-	for (size_t i = 0; i < RW_ARRAY_SIZE(defaults); i++) {
-		spec_parse(defaults[i].spec, &sp);
-		n = select_with(&sp, family, in, nin, out, max);
-		if (n || i + 1 == RW_ARRAY_SIZE(defaults)) {
-			if (rule)
-				*rule = defaults[i].rule;
-			break;
+	for (size_t i = 0; i < nin; i++) {
+		memcpy(tin[i].name, in[i].name, sizeof(tin[i].name));
+		tin[i].addr = in[i].addr;
+	}
+	rc = rw_tcp_if_select(spec, family, tin, nin, tout, max, &n, &r);
+	if (!rc) {
+		for (size_t i = 0; i < n; i++) {
+			memcpy(out[i].name, tout[i].name, sizeof(out[i].name));
+			out[i].addr = tout[i].addr;
 		}
+		*nout = n;
+		if (rule)
+			*rule = (enum rw_sock_if_rule)r;
 	}
-	*nout = n;
-	return 0;
-}
-
-int rw_sock_if_discover(struct rw_sock_ifaddr *out, size_t max, size_t *n)
-{
-	struct ifaddrs *ifs, *ifa;
-	size_t k = 0;
-
-	if (getifaddrs(&ifs))
-		return -errno;
-	for (ifa = ifs; ifa && k < max; ifa = ifa->ifa_next) {
-		if (!ifa->ifa_addr || !(ifa->ifa_flags & IFF_UP) ||
-		    (ifa->ifa_addr->sa_family != AF_INET &&
-		     ifa->ifa_addr->sa_family != AF_INET6) ||
-		    strlen(ifa->ifa_name) >= IF_NAMESIZE)
-			continue;
-		memset(&out[k], 0, sizeof(out[k]));
-		strcpy(out[k].name, ifa->ifa_name);
-		memcpy(&out[k].addr, ifa->ifa_addr,
-		       ifa->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-							   : sizeof(struct sockaddr_in6));
-		k++;
-	}
-	freeifaddrs(ifs);
-	*n = k;
-	return 0;
+	free(tin);
+	free(tout);
+	return rc;
 }

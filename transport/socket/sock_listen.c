@@ -10,18 +10,14 @@
  * Lock-out.  Anyone who can reach the port can open connections, and a
  * peer holding the handle can open connections that bring only some of
  * their streams.  Neither may starve a real peer, whose streams prove the
- * nonce in their first bytes, all sent at once:
- *   - a socket owing its hello, and a connection still missing streams,
- *     is kept RINGWAY_SOCKET_HELLO_MS (a few seconds, at most the timeout);
- *   - a full table evicts its oldest entry of the same kind, never a socket
- *     that proved the nonce nor a complete connection; one source address
- *     holds at most RW_SOCK_CANDS_PER_HOST sockets owing a hello, evicting
- *     its own oldest, so it cannot push out other hosts' connections;
- *   - a socket is read as soon as it is accepted, so a peer whose hello has
- *     arrived proves itself before newer connections could evict it;
- *   - warnings about drops are limited per listener (RW_SOCK_DROP_WARNS per
- *     RW_SOCK_DROP_WINDOW_MS, the others counted), so a flood of strangers
- *     does not flood the log.
+ * nonce in their first bytes, all sent at once.  Sockets owing their hello
+ * wait in the TCP toolbox's gate (transport/tcp/tcp_gate.c: kept
+ * RINGWAY_SOCKET_HELLO_MS, RW_SOCK_MAX_CANDS of them, RW_SOCK_CANDS_PER_HOST
+ * from one address, each read as soon as it is accepted, drop warnings
+ * limited to RW_SOCK_DROP_WARNS per RW_SOCK_DROP_WINDOW_MS).  Connections
+ * still missing streams follow the same rules here: kept
+ * RINGWAY_SOCKET_HELLO_MS, and a full table evicts the oldest incomplete
+ * one, never a complete connection.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <netinet/in.h>
@@ -30,8 +26,38 @@
 #include <string.h>
 
 #include "transport/socket/sock_internal.h"
+#include "transport/tcp/rw_tcp.h"
 
 #define ACCEPTS_PER_CALL 128 /* bounds the time one accept call takes */
+
+static_assert(RW_SOCK_DROP_WINDOW_MS == RW_TCP_DROP_WINDOW_MS, "the gate's warning window");
+static_assert(sizeof(struct rw_sock_hello) <= RW_TCP_HELLO_MAX, "the gate holds a hello");
+static_assert(RW_SOCK_MAX_CANDS <= RW_TCP_GATE_MAX, "the gate holds the candidates");
+
+/* The gate counts the fds it accepts and closes with the transport's. */
+static void fd_count(long delta)
+{
+	rw_sock_live_add(RW_SOCK_LIVE_FDS, delta);
+}
+
+static int gate_init(struct rw_sock_listen *l)
+{
+	char who[32 + RW_SOCK_ADDRSTRLEN];
+	const struct rw_tcp_gate_cfg cfg = {
+		.who = who,
+		.param = "RINGWAY_SOCKET_HELLO_MS",
+		.max = RW_SOCK_MAX_CANDS,
+		.per_host = RW_SOCK_CANDS_PER_HOST,
+		.hello_ms = l->hello_ms,
+		.starve_ms = l->base.net->cfg.timeout_ms,
+		.hello_len = sizeof(struct rw_sock_hello),
+		.warns = RW_SOCK_DROP_WARNS,
+		.fd_count = fd_count,
+	};
+
+	snprintf(who, sizeof(who), "socket: listener %s", l->addr);
+	return rw_tcp_gate_init(&l->gate, &cfg);
+}
 
 int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_listen **listen_comm)
 {
@@ -63,7 +89,7 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 	rc = rw_sock_tune(fd, &net->cfg, "a listener");
 	if (rc)
 		goto err_close_fd;
-	len = rw_sock_addr_len(&sa);
+	len = rw_tcp_addr_len(&sa);
 	if (bind(fd, (struct sockaddr *)&sa, len) || listen(fd, SOMAXCONN) ||
 	    getsockname(fd, (struct sockaddr *)&sa, &len)) {
 		rc = -errno;
@@ -77,9 +103,10 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 	l->fd = fd;
 	l->nonce = rw_sock_random64();
 	l->hello_ms = RW_MIN(net->cfg.socket_hello_ms, net->cfg.timeout_ms);
-	l->warn_window_ms = rw_now_ms();
-	rw_sock_addr_str(&sa, l->addr, sizeof(l->addr));
-	rw_sock_list_init(&l->cands);
+	rw_tcp_addr_str(&sa, l->addr, sizeof(l->addr));
+	rc = gate_init(l);
+	if (rc)
+		goto err_close_fd;
 	rw_sock_list_init(&l->asms);
 	rw_sock_handle_encode(&h, &sa, l->nonce);
 	memset(handle, 0, RW_NET_HANDLE_MAXSIZE);
@@ -99,54 +126,9 @@ err_free:
 	return rc;
 }
 
-/*
- * Drop warnings.  Each names the address and the reason, but a listener
- * warns about RW_SOCK_DROP_WARNS drops per RW_SOCK_DROP_WINDOW_MS at most:
- * the others are counted, and the count is reported (naming the last one)
- * once the window is over, or when the listener closes.
- */
-static void quiet_report(struct rw_sock_listen *l)
-{
-	if (l->nquiet == 0)
-		return;
-	RW_WARN(RW_LOG_NET,
-		"socket: listener %s: dropped %ld more connection(s) without a warning each (the "
-		"last from %s)",
-		l->addr, l->nquiet, l->quiet_last);
-	l->nquiet = 0;
-}
-
-static void quiet_tick(struct rw_sock_listen *l, uint64_t now)
-{
-	if (now - l->warn_window_ms < RW_SOCK_DROP_WINDOW_MS)
-		return;
-	quiet_report(l);
-	l->warn_window_ms = now;
-	l->nwarned = 0;
-}
-
 static void drop_note(struct rw_sock_listen *l, const char *peer, const char *why)
 {
-	quiet_tick(l, rw_now_ms());
-	if (l->nwarned < RW_SOCK_DROP_WARNS) {
-		l->nwarned++;
-		RW_WARN(RW_LOG_NET, "socket: listener %s: dropping connection from %s: %s%s",
-			l->addr, peer, why,
-			l->nwarned == RW_SOCK_DROP_WARNS
-				? " (further drops are counted, and reported every 10 s)"
-				: "");
-		return;
-	}
-	l->nquiet++;
-	snprintf(l->quiet_last, sizeof(l->quiet_last), "%s: %s", peer, why);
-}
-
-static void cand_drop(struct rw_sock_listen *l, struct rw_sock_cand *c)
-{
-	rw_sock_list_del(&c->link);
-	rw_sock_close(&c->fd);
-	l->ncands--;
-	free(c);
+	rw_tcp_gate_note(&l->gate, peer, why);
 }
 
 static void asm_drop(struct rw_sock_listen *l, struct rw_sock_asm *a)
@@ -156,63 +138,6 @@ static void asm_drop(struct rw_sock_listen *l, struct rw_sock_asm *a)
 		rw_sock_close(&a->fds[i]);
 	l->nasms--;
 	free(a);
-}
-
-/* The same source address (the port aside)? */
-static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			      &((const struct sockaddr_in6 *)b)->sin6_addr,
-			      sizeof(struct in6_addr)) == 0;
-	return true; /* other families are all one "host" */
-}
-
-static struct rw_sock_cand *cand_of(struct rw_sock_link *it)
-{
-	return rw_container_of(it, struct rw_sock_cand, link);
-}
-
-/*
- * Make room for a connection just accepted from src: evict the oldest
- * connection still owing a hello from the same address when that address
- * holds RW_SOCK_CANDS_PER_HOST of them, else the oldest of all when the
- * table is full.  Connections that proved the nonce are not in this table.
- */
-static void cands_make_room(struct rw_sock_listen *l, const struct sockaddr_storage *src,
-			    uint64_t now)
-{
-	struct rw_sock_cand *victim = NULL, *oldest_same = NULL;
-	int same = 0;
-	char why[160];
-
-	for (struct rw_sock_link *it = l->cands.next; it != &l->cands; it = it->next) {
-		struct rw_sock_cand *c = cand_of(it);
-
-		if (same_host(&c->src, src) && same++ == 0)
-			oldest_same = c;
-	}
-	if (same >= RW_SOCK_CANDS_PER_HOST) {
-		victim = oldest_same;
-		snprintf(why, sizeof(why),
-			 "no hello after %llu ms; evicted: its address holds %d connections owing "
-			 "a hello",
-			 (unsigned long long)(now - victim->accepted_ms), same);
-	} else if (l->ncands >= RW_SOCK_MAX_CANDS) {
-		victim = cand_of(l->cands.next);
-		snprintf(why, sizeof(why),
-			 "no hello after %llu ms; evicted: %d connections owe a hello",
-			 (unsigned long long)(now - victim->accepted_ms), l->ncands);
-	}
-	if (victim) {
-		drop_note(l, victim->peer, why);
-		cand_drop(l, victim);
-	}
 }
 
 /* Why a complete hello is not acceptable, or NULL when it is. */
@@ -264,9 +189,10 @@ static bool asms_make_room(struct rw_sock_listen *l, uint64_t now)
 	return false;
 }
 
-/* File a correct hello's stream under its connection. */
-static void cand_adopt(struct rw_sock_listen *l, struct rw_sock_cand *c, uint64_t now)
+/* File gate entry i, whose hello is correct, under its connection. */
+static void cand_adopt(struct rw_sock_listen *l, int i, const struct rw_sock_hello *h, uint64_t now)
 {
+	const struct rw_tcp_cand *c = &l->gate.c[i];
 	struct rw_sock_asm *a = NULL;
 	struct rw_sock_link *it;
 	const char *why = NULL;
@@ -274,179 +200,73 @@ static void cand_adopt(struct rw_sock_listen *l, struct rw_sock_cand *c, uint64_
 	for (it = l->asms.next; it != &l->asms; it = it->next) {
 		struct rw_sock_asm *x = rw_container_of(it, struct rw_sock_asm, link);
 
-		if (x->conn_id == c->hello.conn_id) {
+		if (x->conn_id == h->conn_id) {
 			a = x;
 			break;
 		}
 	}
 	if (!a && l->nasms >= RW_SOCK_MAX_ASMS && !asms_make_room(l, now))
 		why = "too many connections waiting for accept";
-	else if (a && a->nstreams != c->hello.nstreams)
+	else if (a && a->nstreams != h->nstreams)
 		why = "its stream count differs from its other streams'";
-	else if (a && a->fds[c->hello.stream] >= 0)
+	else if (a && a->fds[h->stream] >= 0)
 		why = "it repeats a stream already connected";
 	if (why) {
-		drop_note(l, c->peer, why);
-		cand_drop(l, c);
+		rw_tcp_gate_drop(&l->gate, i, "%s", why);
 		return;
 	}
 	if (!a) {
 		a = calloc(1, sizeof(*a));
 		if (!a) {
-			cand_drop(l, c);
+			rw_tcp_gate_close(&l->gate, i);
 			return;
 		}
-		for (int i = 0; i < RW_SOCK_MAX_STREAMS; i++)
-			a->fds[i] = -1;
-		a->conn_id = c->hello.conn_id;
-		a->nstreams = c->hello.nstreams;
+		for (int k = 0; k < RW_SOCK_MAX_STREAMS; k++)
+			a->fds[k] = -1;
+		a->conn_id = h->conn_id;
+		a->nstreams = h->nstreams;
 		a->created_ms = now;
 		a->deadline_ms = now + (uint64_t)l->hello_ms;
 		rw_sock_list_add(&l->asms, &a->link);
 		l->nasms++;
 	}
-	if (c->hello.stream == 0 || !a->peer[0])
-		memcpy(a->peer, c->peer, sizeof(a->peer));
-	a->fds[c->hello.stream] = c->fd;
+	if (h->stream == 0 || !a->peer[0])
+		snprintf(a->peer, sizeof(a->peer), "%s", c->name);
+	a->fds[h->stream] = rw_tcp_gate_take(&l->gate, i);
 	a->have++;
-	c->fd = -1;
-	cand_drop(l, c);
 }
 
-/* Read the hello bytes that arrived on c: file it under its connection
- * once complete and correct, drop it when it is not a peer or its time is
- * up, else leave it for later. */
-static void cand_progress(struct rw_sock_listen *l, struct rw_sock_cand *c, uint64_t now)
+/* Read the hello bytes that arrived on gate entry i: file it under its
+ * connection once complete and correct, drop it when it is not a peer
+ * (the gate drops one that closed, failed or is past its time), else
+ * leave it for later. */
+static void cand_progress(struct rw_sock_listen *l, int i, uint64_t now)
 {
+	struct rw_sock_hello h;
 	char why[160];
 	const char *problem;
-	ssize_t n = 1;
 
-	while (c->got < sizeof(c->hello) && n > 0) {
-		n = recv(c->fd, (char *)&c->hello + c->got, sizeof(c->hello) - c->got,
-			 MSG_DONTWAIT);
-		if (n > 0)
-			c->got += (size_t)n;
-	}
-	if (c->got == sizeof(c->hello)) {
-		problem = hello_problem(l, &c->hello, why, sizeof(why));
-	} else if (n == 0) {
-		snprintf(why, sizeof(why), "closed after %zu of %zu hello bytes", c->got,
-			 sizeof(c->hello));
-		problem = why;
-	} else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-		snprintf(why, sizeof(why), "recv failed after %zu hello bytes: %s", c->got,
-			 strerror(errno));
-		problem = why;
-	} else if (now >= c->deadline_ms) {
-		snprintf(why, sizeof(why),
-			 "sent %zu of %zu hello bytes in %lld ms (RINGWAY_SOCKET_HELLO_MS)", c->got,
-			 sizeof(c->hello), (long long)l->hello_ms);
-		problem = why;
-	} else {
-		return; /* more to come */
-	}
-	if (problem) {
-		drop_note(l, c->peer, problem);
-		cand_drop(l, c);
-	} else {
-		cand_adopt(l, c, now);
-	}
-}
-
-/*
- * accept4 found no free fd.  Give it one of ours (the oldest connection
- * owing a hello) and try again; with none to give, wait for fds to free up
- * (the connections stay queued in the kernel), but at most the timeout.
- * 1: try again, 0: not now, -errno: fail the accept.
- */
-static int accept_starved(struct rw_sock_listen *l, int err, uint64_t now)
-{
-	if (l->ncands > 0) {
-		char why[160];
-		struct rw_sock_cand *victim = cand_of(l->cands.next);
-
-		snprintf(why, sizeof(why),
-			 "no hello after %llu ms; evicted: the process has no free fd (%s)",
-			 (unsigned long long)(now - victim->accepted_ms), strerror(err));
-		drop_note(l, victim->peer, why);
-		cand_drop(l, victim);
-		return 1;
-	}
-	if (!l->starved_ms) {
-		l->starved_ms = now;
-		RW_WARN(RW_LOG_NET,
-			"socket: listener %s: accept4 failed: %s; waiting up to %lld ms for fds to "
-			"free up",
-			l->addr, strerror(err), (long long)l->base.net->cfg.timeout_ms);
-		return 0;
-	}
-	if (now - l->starved_ms < (uint64_t)l->base.net->cfg.timeout_ms)
-		return 0;
-	RW_WARN(RW_LOG_NET, "socket: listener %s: accept4 failed for %lld ms: %s", l->addr,
-		(long long)(now - l->starved_ms), strerror(err));
-	return -err;
+	if (rw_tcp_gate_read(&l->gate, i, now) != 1)
+		return;
+	memcpy(&h, l->gate.c[i].hello, sizeof(h));
+	problem = hello_problem(l, &h, why, sizeof(why));
+	if (problem)
+		rw_tcp_gate_drop(&l->gate, i, "%s", problem);
+	else
+		cand_adopt(l, i, &h, now);
 }
 
 /* Take the connections the kernel has queued (a bounded number per call)
  * and read their hellos at once, before newer ones can evict them. */
 static int accept_new(struct rw_sock_listen *l)
 {
-	for (int i = 0; i < ACCEPTS_PER_CALL; i++) {
-		struct sockaddr_storage sa;
-		socklen_t len = sizeof(sa);
-		struct rw_sock_cand *c;
-		uint64_t now;
-		int fd = accept4(l->fd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	for (int k = 0; k < ACCEPTS_PER_CALL; k++) {
+		uint64_t now = rw_now_ms();
+		int i, rc = rw_tcp_gate_accept(&l->gate, l->fd, now, &i);
 
-		now = rw_now_ms();
-		if (fd < 0) {
-			int rc;
-
-			switch (errno) {
-			case EAGAIN:
-#if EAGAIN != EWOULDBLOCK
-			case EWOULDBLOCK:
-#endif
-				return 0;
-			case EINTR:
-			case ECONNABORTED:
-			case EPROTO:
-			case ENETDOWN:
-			case ENETUNREACH:
-			case EHOSTDOWN:
-			case EHOSTUNREACH:
-				continue; /* that connection is gone; not ours to fail */
-			case EMFILE:
-			case ENFILE:
-			case ENOBUFS:
-			case ENOMEM:
-				rc = accept_starved(l, errno, now);
-				if (rc == 1)
-					continue;
-				return rc;
-			default:
-				RW_WARN(RW_LOG_NET, "socket: listener %s: accept4 failed: %s",
-					l->addr, strerror(errno));
-				return -errno;
-			}
-		}
-		rw_sock_fd_adopted();
-		l->starved_ms = 0;
-		c = calloc(1, sizeof(*c));
-		if (!c) {
-			rw_sock_close(&fd);
-			return -ENOMEM;
-		}
-		c->fd = fd;
-		c->accepted_ms = now;
-		c->deadline_ms = now + (uint64_t)l->hello_ms;
-		c->src = sa;
-		rw_sock_addr_str(&sa, c->peer, sizeof(c->peer));
-		cands_make_room(l, &sa, now);
-		rw_sock_list_add(&l->cands, &c->link);
-		l->ncands++;
-		cand_progress(l, c, now);
+		if (rc <= 0)
+			return rc;
+		cand_progress(l, i, now);
 	}
 	return 0;
 }
@@ -454,12 +274,14 @@ static int accept_new(struct rw_sock_listen *l)
 /* Read the hello bytes that arrived; drop what is not a peer. */
 static void cands_progress(struct rw_sock_listen *l)
 {
-	struct rw_sock_link *it, *next;
 	uint64_t now = rw_now_ms();
 
-	for (it = l->cands.next; it != &l->cands; it = next) {
-		next = it->next;
-		cand_progress(l, cand_of(it), now);
+	for (int i = 0; i < l->gate.n;) {
+		int before = l->gate.n;
+
+		cand_progress(l, i, now);
+		if (l->gate.n == before)
+			i++; /* still there; else the next one moved into place i */
 	}
 }
 
@@ -508,7 +330,7 @@ int rw_sock_accept(struct rw_net_listen *listen_comm, struct rw_net_comm **recv_
 			l->magic == RW_SOCK_DEAD_MAGIC ? "closed" : "foreign");
 		return -EBADF;
 	}
-	quiet_tick(l, rw_now_ms());
+	rw_tcp_gate_tick(&l->gate, rw_now_ms());
 	rc = accept_new(l);
 	if (rc)
 		return rc;
@@ -547,9 +369,7 @@ int rw_sock_close_listen(struct rw_net_listen *listen_comm)
 	if (l->magic != RW_SOCK_LISTEN_MAGIC)
 		return -EBADF;
 	sn = l->net;
-	quiet_report(l);
-	while (!rw_sock_list_empty(&l->cands))
-		cand_drop(l, rw_container_of(l->cands.next, struct rw_sock_cand, link));
+	rw_tcp_gate_fini(&l->gate);
 	while (!rw_sock_list_empty(&l->asms))
 		asm_drop(l, rw_container_of(l->asms.next, struct rw_sock_asm, link));
 	rw_sock_close(&l->fd);

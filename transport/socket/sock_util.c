@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Socket transport helpers: addresses, socket options, handles, counters. */
-#include <arpa/inet.h>
+/* Socket transport helpers: socket options, handles, counters (addresses: transport/tcp/). */
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/time.h>
 
 #include "transport/socket/sock_internal.h"
+#include "transport/tcp/rw_tcp.h"
 
 static atomic_long live[RW_SOCK_LIVE_COUNT];
 
@@ -54,43 +53,13 @@ long rw_sock_live_total(void)
 	return sum;
 }
 
-void rw_sock_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-
-	if (sa->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
-	} else if (sa->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		if (in6->sin6_scope_id)
-			snprintf(buf, len, "[%s%%%u]:%u", host, in6->sin6_scope_id,
-				 ntohs(in6->sin6_port));
-		else
-			snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
-	} else {
-		snprintf(buf, len, "?(family %d)", sa->ss_family);
-	}
-}
-
-socklen_t rw_sock_addr_len(const struct sockaddr_storage *sa)
-{
-	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
 int rw_sock_socket(int family, int *fd)
 {
-	int s = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int rc = rw_tcp_socket(family, fd);
 
-	if (s < 0)
-		return -errno;
-	rw_sock_live_add(RW_SOCK_LIVE_FDS, 1);
-	*fd = s;
-	return 0;
+	if (!rc)
+		rw_sock_live_add(RW_SOCK_LIVE_FDS, 1);
+	return rc;
 }
 
 void rw_sock_fd_adopted(void)

@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Interface selection of the socket transport (NCCL_SOCKET_IFNAME rules). */
+/* Interface selection of the TCP toolbox (NCCL_SOCKET_IFNAME rules). */
 #include "support/rw_test.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
 
-#include "transport/socket/sock.h"
+#include "common/rw_params.h"
+#include "transport/tcp/rw_tcp.h"
 
 #define MAXIF 16
 
-static struct rw_sock_ifaddr in[MAXIF], out[MAXIF];
+static struct rw_tcp_ifaddr in[MAXIF], out[MAXIF];
 static size_t nin, nout;
-static enum rw_sock_if_rule rule;
+static enum rw_tcp_if_rule rule;
 
 static void add(const char *name, const char *addr)
 {
-	struct rw_sock_ifaddr *a = &in[nin++];
+	struct rw_tcp_ifaddr *a = &in[nin++];
 
 	memset(a, 0, sizeof(*a));
 	strcpy(a->name, name);
@@ -52,7 +53,7 @@ static int teardown(void **state)
 static void pick(const char *spec, int family)
 {
 	nout = 99;
-	assert_int_equal(rw_sock_if_select(spec, family, in, nin, out, MAXIF, &nout, &rule), 0);
+	assert_int_equal(rw_tcp_if_select(spec, family, in, nin, out, MAXIF, &nout, &rule), 0);
 }
 
 /* "eth0,ib0" with each chosen address's family ("eth0/4,ib0/6"). */
@@ -63,9 +64,8 @@ static const char *got(void)
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < nout; i++)
-		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s/%c",
-					 i ? "," : "", out[i].name,
-					 out[i].addr.ss_family == AF_INET ? '4' : '6');
+		used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s/%c", i ? "," : "",
+					 out[i].name, out[i].addr.ss_family == AF_INET ? '4' : '6');
 	return buf;
 }
 
@@ -78,7 +78,7 @@ static void machine(void)
 	add("virbr0", "192.168.122.1");
 	add("eth0", "fd00::2");
 	add("ib0", "fd01::5");
-	add("eth1", "fe80::1");   /* link-local only: never usable */
+	add("eth1", "fe80::1"); /* link-local only: never usable */
 	add("ib0", "10.1.0.5");
 	add("ethernet9", "10.9.0.1");
 	add("em1", "10.8.0.1");
@@ -90,11 +90,11 @@ static void default_skips_lo_docker_virbr(void **state)
 	machine();
 	pick("", RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "eth0/4,ib0/4,ethernet9/4,em1/4");
-	assert_int_equal(rule, RW_SOCK_IF_RULE_DEFAULT);
+	assert_int_equal(rule, RW_TCP_IF_RULE_DEFAULT);
 	pick(NULL, RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "eth0/4,ib0/4,ethernet9/4,em1/4");
 	pick("   ", RW_SOCKET_FAMILY_ANY); /* blank = unset */
-	assert_int_equal(rule, RW_SOCK_IF_RULE_DEFAULT);
+	assert_int_equal(rule, RW_TCP_IF_RULE_DEFAULT);
 }
 
 static void default_falls_back_to_docker_then_lo(void **state)
@@ -105,7 +105,7 @@ static void default_falls_back_to_docker_then_lo(void **state)
 	add("virbr0", "192.168.122.1");
 	pick("", RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "docker0/4");
-	assert_int_equal(rule, RW_SOCK_IF_RULE_DOCKER);
+	assert_int_equal(rule, RW_TCP_IF_RULE_DOCKER);
 
 	nin = 0;
 	add("lo", "::1");
@@ -113,7 +113,7 @@ static void default_falls_back_to_docker_then_lo(void **state)
 	add("virbr0", "192.168.122.1");
 	pick("", RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "lo/4"); /* IPv4 preferred, even when second */
-	assert_int_equal(rule, RW_SOCK_IF_RULE_LOOPBACK);
+	assert_int_equal(rule, RW_TCP_IF_RULE_LOOPBACK);
 	pick("", RW_SOCKET_FAMILY_IPV6);
 	assert_string_equal(got(), "lo/6");
 }
@@ -123,7 +123,7 @@ static void nothing_at_all(void **state)
 	(void)state;
 	pick("", RW_SOCKET_FAMILY_ANY);
 	assert_int_equal(nout, 0);
-	assert_int_equal(rule, RW_SOCK_IF_RULE_LOOPBACK);
+	assert_int_equal(rule, RW_TCP_IF_RULE_LOOPBACK);
 	add("eth1", "fe80::1");
 	pick("", RW_SOCKET_FAMILY_ANY);
 	assert_int_equal(nout, 0);
@@ -137,14 +137,14 @@ static void prefixes(void **state)
 	machine();
 	pick("eth", RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "eth0/4,ethernet9/4");
-	assert_int_equal(rule, RW_SOCK_IF_RULE_SPEC);
+	assert_int_equal(rule, RW_TCP_IF_RULE_SPEC);
 	pick("ib,em", RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "ib0/4,em1/4");
 	pick(" ib0 , em ", RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "ib0/4,em1/4");
 	pick("lo", RW_SOCKET_FAMILY_ANY); /* asked for: no fallback message */
 	assert_string_equal(got(), "lo/4");
-	assert_int_equal(rule, RW_SOCK_IF_RULE_SPEC);
+	assert_int_equal(rule, RW_TCP_IF_RULE_SPEC);
 	pick("docker", RW_SOCKET_FAMILY_ANY);
 	assert_string_equal(got(), "docker0/4");
 	pick("e", RW_SOCKET_FAMILY_ANY);
@@ -224,14 +224,14 @@ static void bounded_output_and_bad_args(void **state)
 
 	(void)state;
 	machine();
-	assert_int_equal(rw_sock_if_select("", 0, in, nin, out, 2, &n, NULL), 0);
+	assert_int_equal(rw_tcp_if_select("", 0, in, nin, out, 2, &n, NULL), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(out[0].name, "eth0");
 	assert_string_equal(out[1].name, "ib0");
-	assert_int_equal(rw_sock_if_select("", 0, NULL, 3, out, 2, &n, NULL), -EINVAL);
-	assert_int_equal(rw_sock_if_select("", 0, in, nin, NULL, 2, &n, NULL), -EINVAL);
-	assert_int_equal(rw_sock_if_select("", 0, in, nin, out, 2, NULL, NULL), -EINVAL);
-	assert_int_equal(rw_sock_if_select("", 0, NULL, 0, out, 2, &n, NULL), 0);
+	assert_int_equal(rw_tcp_if_select("", 0, NULL, 3, out, 2, &n, NULL), -EINVAL);
+	assert_int_equal(rw_tcp_if_select("", 0, in, nin, NULL, 2, &n, NULL), -EINVAL);
+	assert_int_equal(rw_tcp_if_select("", 0, in, nin, out, 2, NULL, NULL), -EINVAL);
+	assert_int_equal(rw_tcp_if_select("", 0, NULL, 0, out, 2, &n, NULL), 0);
 	assert_int_equal(n, 0);
 }
 
@@ -239,7 +239,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(default_skips_lo_docker_virbr, setup, teardown),
-		cmocka_unit_test_setup_teardown(default_falls_back_to_docker_then_lo, setup, teardown),
+		cmocka_unit_test_setup_teardown(default_falls_back_to_docker_then_lo, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(nothing_at_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(prefixes, setup, teardown),
 		cmocka_unit_test_setup_teardown(exclusions, setup, teardown),
