@@ -159,7 +159,7 @@ int rw_tcp_read_all(int fd, void *buf, size_t len, uint64_t deadline_ms);
 /** Unproven connections a gate may hold at most. */
 #define RW_TCP_GATE_MAX 256
 /** Hello bytes a gate collects at most. */
-#define RW_TCP_HELLO_MAX 64
+#define RW_TCP_HELLO_MAX 128
 /** Drop warnings are limited per this window (see warns below). */
 #define RW_TCP_DROP_WINDOW_MS 10000
 
