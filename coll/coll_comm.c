@@ -120,7 +120,9 @@ static int stage_alloc(struct rw_coll_comm *c, struct rw_coll_stage *s, int send
 	size_t bytes = RW_COLL_NSLOTS * c->chunk_bytes;
 	int rc;
 
-	s->buf = aligned_alloc(4096, bytes);
+	/* aligned_alloc wants a multiple of the alignment: a chunk need only be
+	 * one of 64 bytes */
+	s->buf = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
 	if (!s->buf)
 		return -ENOMEM;
 	if (send_link >= 0) {
