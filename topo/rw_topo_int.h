@@ -95,6 +95,10 @@ int rw_topo_busid_norm(const char *in, char *out, size_t len);
 
 /** Parse an RDMA port state ("4: ACTIVE" or "4"). */
 enum rw_topo_link_state rw_topo_ib_state(const char *s);
+/** Read a NIC's facts from sysfs into the model (rw_topo_live.c): the PCI
+ *  path as the kernel resolves it (else the model's stays), port state,
+ *  speed, GUID.  Called by rw_topo_finish when t->read_sysfs. */
+void rw_topo_nic_read_live(struct rw_topo *t, struct rw_topo_nic *nic, bool on_pci);
 /** A GUID as sysfs prints it ("b8ce:f603:00a1:2b43"): its hex digits in order. */
 uint64_t rw_topo_guid_parse(const char *s);
 

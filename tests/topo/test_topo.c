@@ -606,6 +606,7 @@ static void sysfs_tree_discovery(void **state)
 	char dir[PATH_MAX];
 	struct rw_topo_nic_choice c;
 	struct rw_topo_path p;
+	struct rw_topo_nic_facts f;
 	struct rw_config cfg;
 	struct rw_topo *t;
 
@@ -657,6 +658,36 @@ static void sysfs_tree_discovery(void **state)
 	rw_topo_path(t, RW_TOPO_GPU(0), RW_TOPO_GPU(1), &p);
 	assert_int_equal(p.type, RW_TOPO_PATH_PHB);
 	rw_topo_destroy(t);
+
+	/* the transports' reader: the same facts, live, by RDMA device or netdev */
+	assert_int_equal(rw_topo_nic_facts(root, "mlx5_0", &f), 0);
+	assert_string_equal(f.pci_path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/"
+					"0000:02:02.0/0000:04:00.0");
+	assert_int_equal(f.speed_mbps, 100000);
+	assert_true(f.guid == 0x0c42a10300345a10ull);
+	assert_int_equal(f.ifindex, 0);
+	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/speed", nic);
+	put(root, dir, "200000\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/ifindex", nic);
+	put(root, dir, "3\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/address", nic);
+	put(root, dir, "0a:0b:0c:0d:0e:0f\n");
+	assert_int_equal(rw_topo_nic_facts(root, "ib0", &f), 0);
+	assert_string_equal(f.pci_path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/"
+					"0000:02:02.0/0000:04:00.0");
+	assert_int_equal(f.speed_mbps, 200000);
+	assert_true(f.guid == 0x0a0b0c0d0e0full);
+	assert_int_equal(f.ifindex, 3);
+	memset(&f, 0x5a, sizeof(f)); /* what sysfs does not know is 0 or "" */
+	assert_int_equal(rw_topo_nic_facts(root, "eth9", &f), 0);
+	assert_string_equal(f.pci_path, "");
+	assert_int_equal(f.speed_mbps, 0);
+	assert_true(f.guid == 0);
+	assert_int_equal(f.ifindex, 0);
+	assert_int_equal(rw_topo_nic_facts(root, "../../etc", &f), -EINVAL);
+	assert_int_equal(rw_topo_nic_facts(root, "", &f), -EINVAL);
+	assert_int_equal(rw_topo_nic_facts(root, NULL, &f), -EINVAL);
+	assert_int_equal(rw_topo_nic_facts(root, "mlx5_0", NULL), -EINVAL);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	assert_int_equal(system(cmd), 0);
 
