@@ -170,17 +170,24 @@ void *h_post_recv(void *recv_comm, int n, void **data, const size_t *caps, void 
 /** test until done; sizes may be NULL. */
 void h_wait_req(void *request, int *sizes, const char *what);
 
+/* --- tests run once per version ------------------------------------------- */
+
+/* The cmocka test fn for version v, named fn_v<v>, with teardown td (or
+ * NULL); fn reads the version as *(const int *)*state. */
+#define H_VERSION_TEST(fn, v, td)                                                                  \
+	{                                                                                          \
+		.name = #fn "_v" #v, .test_func = fn, .teardown_func = td,                         \
+		.initial_state = (int[])                                                           \
+		{                                                                                  \
+			v                                                                          \
+		}                                                                                  \
+	}
+
 /* --- the tests of test_abi_misuse.c ---------------------------------------- */
 
-void misuse_v6(void **state);
-void misuse_v7(void **state);
-void misuse_v8(void **state);
-void misuse_v9(void **state);
-void misuse_v10(void **state);
-void misuse_v11(void **state);
-void misuse_v12(void **state);
-void contexts_v11(void **state);
-void contexts_v12(void **state);
+/* One version each: *state is the version (an int); contexts: v11 on. */
+void misuse(void **state);
+void contexts(void **state);
 void standalone_logs_to_stderr(void **state);
 
 #endif /* RW_TEST_ABI_HARNESS_H */

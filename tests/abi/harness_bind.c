@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The harness's view of one ncclNetPlugin_vN table: dlopen as NCCL does,
- * dlsym the data symbol, and one switch per call over the versions.
+ * dlsym the data symbol, and one switch per call over the versions.  Each
+ * case calls through that version's own table type, so the compiler checks
+ * the arguments against every version's prototype.
  */
 #include "harness.h"
 
@@ -24,6 +26,24 @@ static union {
 	const ncclNet_v11_t *v11;
 	const ncclNet_v12_t *v12;
 } t;
+
+/* case ver: the call through version ver's table. */
+#define H_CASE(ver, call)                                                                          \
+	case ver:                                                                                  \
+		return t.v##ver->call
+/* The cases of v6..v10 and of v11..v12 for a call written alike in each. */
+#define H_CASES_V6_V10(call)                                                                       \
+	H_CASE(6, call);                                                                           \
+	H_CASE(7, call);                                                                           \
+	H_CASE(8, call);                                                                           \
+	H_CASE(9, call);                                                                           \
+	H_CASE(10, call)
+#define H_CASES_V11_V12(call)                                                                      \
+	H_CASE(11, call);                                                                          \
+	H_CASE(12, call)
+#define H_CASES_EVERY_VERSION(call)                                                                \
+	H_CASES_V6_V10(call);                                                                      \
+	H_CASES_V11_V12(call)
 
 static uint64_t next_comm_id = 0xc0ffee0000000001ull;
 
@@ -96,20 +116,13 @@ int h_init(void **ctx)
 	if (h_version <= 10 && ctx)
 		*ctx = NULL;
 	switch (h_version) {
-	case 6:
-		return t.v6->init(h_logger);
-	case 7:
-		return t.v7->init(h_logger);
-	case 8:
-		return t.v8->init(h_logger);
-	case 9:
-		return t.v9->init(h_logger);
-	case 10:
-		return t.v10->init(h_logger, h_profiler);
-	case 11:
-		return t.v11->init(ctx, next_comm_id++, &c11, h_logger, h_profiler);
-	case 12:
-		return t.v12->init(ctx, next_comm_id++, &c12, h_logger, h_profiler);
+		H_CASE(6, init(h_logger));
+		H_CASE(7, init(h_logger));
+		H_CASE(8, init(h_logger));
+		H_CASE(9, init(h_logger));
+		H_CASE(10, init(h_logger, h_profiler));
+		H_CASE(11, init(ctx, next_comm_id++, &c11, h_logger, h_profiler));
+		H_CASE(12, init(ctx, next_comm_id++, &c12, h_logger, h_profiler));
 	}
 	H_CHECK(0, "no version bound");
 	return -1;
@@ -118,10 +131,7 @@ int h_init(void **ctx)
 int h_finalize(void *ctx)
 {
 	switch (h_version) {
-	case 11:
-		return t.v11->finalize(ctx);
-	case 12:
-		return t.v12->finalize(ctx);
+		H_CASES_V11_V12(finalize(ctx));
 	}
 	H_CHECK(0, "v%d has no finalize", h_version);
 	return -1;
@@ -130,20 +140,7 @@ int h_finalize(void *ctx)
 int h_devices(int *ndev)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->devices(ndev);
-	case 7:
-		return t.v7->devices(ndev);
-	case 8:
-		return t.v8->devices(ndev);
-	case 9:
-		return t.v9->devices(ndev);
-	case 10:
-		return t.v10->devices(ndev);
-	case 11:
-		return t.v11->devices(ndev);
-	case 12:
-		return t.v12->devices(ndev);
+		H_CASES_EVERY_VERSION(devices(ndev));
 	}
 	return -1;
 }
@@ -261,20 +258,7 @@ int h_props(int dev, struct h_props *o)
 int h_props_null(int dev)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->getProperties(dev, NULL);
-	case 7:
-		return t.v7->getProperties(dev, NULL);
-	case 8:
-		return t.v8->getProperties(dev, NULL);
-	case 9:
-		return t.v9->getProperties(dev, NULL);
-	case 10:
-		return t.v10->getProperties(dev, NULL);
-	case 11:
-		return t.v11->getProperties(dev, NULL);
-	case 12:
-		return t.v12->getProperties(dev, NULL);
+		H_CASES_EVERY_VERSION(getProperties(dev, NULL));
 	}
 	return -1;
 }
@@ -284,20 +268,8 @@ int h_props_null(int dev)
 int h_listen(void *ctx, int dev, void *handle, void **lc)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->listen(dev, handle, lc);
-	case 7:
-		return t.v7->listen(dev, handle, lc);
-	case 8:
-		return t.v8->listen(dev, handle, lc);
-	case 9:
-		return t.v9->listen(dev, handle, lc);
-	case 10:
-		return t.v10->listen(dev, handle, lc);
-	case 11:
-		return t.v11->listen(ctx, dev, handle, lc);
-	case 12:
-		return t.v12->listen(ctx, dev, handle, lc);
+		H_CASES_V6_V10(listen(dev, handle, lc));
+		H_CASES_V11_V12(listen(ctx, dev, handle, lc));
 	}
 	return -1;
 }
@@ -309,8 +281,7 @@ int h_connect(void *ctx, int dev, void *handle, void **sc)
 	int rc = -1;
 
 	switch (h_version) {
-	case 6:
-		return t.v6->connect(dev, handle, sc);
+		H_CASE(6, connect(dev, handle, sc));
 	case 7:
 		rc = t.v7->connect(dev, handle, sc, &devh);
 		break;
@@ -340,8 +311,7 @@ int h_accept(void *lc, void **rc_out)
 	int rc = -1;
 
 	switch (h_version) {
-	case 6:
-		return t.v6->accept(lc, rc_out);
+		H_CASE(6, accept(lc, rc_out));
 	case 7:
 		rc = t.v7->accept(lc, rc_out, &devh);
 		break;
@@ -371,20 +341,12 @@ int h_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 {
 	H_CHECK(size <= INT_MAX, "harness: %zu bytes do not fit v6/v7 regMr", size);
 	switch (h_version) {
-	case 6:
-		return t.v6->regMr(comm, data, (int)size, type, mh);
-	case 7:
-		return t.v7->regMr(comm, data, (int)size, type, mh);
-	case 8:
-		return t.v8->regMr(comm, data, size, type, mh);
-	case 9:
-		return t.v9->regMr(comm, data, size, type, mh);
-	case 10:
-		return t.v10->regMr(comm, data, size, type, mh);
-	case 11:
-		return t.v11->regMr(comm, data, size, type, mh);
-	case 12:
-		return t.v12->regMr(comm, data, size, type, mh);
+		H_CASE(6, regMr(comm, data, (int)size, type, mh));
+		H_CASE(7, regMr(comm, data, (int)size, type, mh));
+		H_CASE(8, regMr(comm, data, size, type, mh));
+		H_CASE(9, regMr(comm, data, size, type, mh));
+		H_CASE(10, regMr(comm, data, size, type, mh));
+		H_CASES_V11_V12(regMr(comm, data, size, type, mh));
 	}
 	return -1;
 }
@@ -392,20 +354,7 @@ int h_reg_mr(void *comm, void *data, size_t size, int type, void **mh)
 int h_dereg_mr(void *comm, void *mh)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->deregMr(comm, mh);
-	case 7:
-		return t.v7->deregMr(comm, mh);
-	case 8:
-		return t.v8->deregMr(comm, mh);
-	case 9:
-		return t.v9->deregMr(comm, mh);
-	case 10:
-		return t.v10->deregMr(comm, mh);
-	case 11:
-		return t.v11->deregMr(comm, mh);
-	case 12:
-		return t.v12->deregMr(comm, mh);
+		H_CASES_EVERY_VERSION(deregMr(comm, mh));
 	}
 	return -1;
 }
@@ -416,20 +365,13 @@ int h_isend(void *sc, void *data, size_t size, int tag, void *mh, void **req)
 {
 	H_CHECK(size <= INT_MAX, "harness: %zu bytes do not fit an int size", size);
 	switch (h_version) {
-	case 6:
-		return t.v6->isend(sc, data, (int)size, tag, mh, req);
-	case 7:
-		return t.v7->isend(sc, data, (int)size, tag, mh, req);
-	case 8:
-		return t.v8->isend(sc, data, (int)size, tag, mh, req);
-	case 9:
-		return t.v9->isend(sc, data, size, tag, mh, req);
-	case 10:
-		return t.v10->isend(sc, data, size, tag, mh, NULL, req);
-	case 11:
-		return t.v11->isend(sc, data, size, tag, mh, NULL, req);
-	case 12:
-		return t.v12->isend(sc, data, size, tag, mh, NULL, req);
+		H_CASE(6, isend(sc, data, (int)size, tag, mh, req));
+		H_CASE(7, isend(sc, data, (int)size, tag, mh, req));
+		H_CASE(8, isend(sc, data, (int)size, tag, mh, req));
+		H_CASE(9, isend(sc, data, size, tag, mh, req));
+		H_CASE(10, isend(sc, data, size, tag, mh, NULL, req));
+		H_CASE(11, isend(sc, data, size, tag, mh, NULL, req));
+		H_CASE(12, isend(sc, data, size, tag, mh, NULL, req));
 	}
 	return -1;
 }
@@ -445,20 +387,13 @@ int h_irecv(void *rc, int n, void **data, const size_t *sizes, int *tags, void *
 		narrow[i] = sizes[i] > INT_MAX ? INT_MAX : (int)sizes[i];
 	}
 	switch (h_version) {
-	case 6:
-		return t.v6->irecv(rc, n, data, narrow, tags, mhs, req);
-	case 7:
-		return t.v7->irecv(rc, n, data, narrow, tags, mhs, req);
-	case 8:
-		return t.v8->irecv(rc, n, data, narrow, tags, mhs, req);
-	case 9:
-		return t.v9->irecv(rc, n, data, wide, tags, mhs, req);
-	case 10:
-		return t.v10->irecv(rc, n, data, wide, tags, mhs, NULL, req);
-	case 11:
-		return t.v11->irecv(rc, n, data, wide, tags, mhs, NULL, req);
-	case 12:
-		return t.v12->irecv(rc, n, data, wide, tags, mhs, NULL, req);
+		H_CASE(6, irecv(rc, n, data, narrow, tags, mhs, req));
+		H_CASE(7, irecv(rc, n, data, narrow, tags, mhs, req));
+		H_CASE(8, irecv(rc, n, data, narrow, tags, mhs, req));
+		H_CASE(9, irecv(rc, n, data, wide, tags, mhs, req));
+		H_CASE(10, irecv(rc, n, data, wide, tags, mhs, NULL, req));
+		H_CASE(11, irecv(rc, n, data, wide, tags, mhs, NULL, req));
+		H_CASE(12, irecv(rc, n, data, wide, tags, mhs, NULL, req));
 	}
 	return -1;
 }
@@ -466,20 +401,7 @@ int h_irecv(void *rc, int n, void **data, const size_t *sizes, int *tags, void *
 int h_iflush(void *rc, int n, void **data, int *sizes, void **mhs, void **req)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->iflush(rc, n, data, sizes, mhs, req);
-	case 7:
-		return t.v7->iflush(rc, n, data, sizes, mhs, req);
-	case 8:
-		return t.v8->iflush(rc, n, data, sizes, mhs, req);
-	case 9:
-		return t.v9->iflush(rc, n, data, sizes, mhs, req);
-	case 10:
-		return t.v10->iflush(rc, n, data, sizes, mhs, req);
-	case 11:
-		return t.v11->iflush(rc, n, data, sizes, mhs, req);
-	case 12:
-		return t.v12->iflush(rc, n, data, sizes, mhs, req);
+		H_CASES_EVERY_VERSION(iflush(rc, n, data, sizes, mhs, req));
 	}
 	return -1;
 }
@@ -487,20 +409,7 @@ int h_iflush(void *rc, int n, void **data, int *sizes, void **mhs, void **req)
 int h_test(void *req, int *done, int *sizes)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->test(req, done, sizes);
-	case 7:
-		return t.v7->test(req, done, sizes);
-	case 8:
-		return t.v8->test(req, done, sizes);
-	case 9:
-		return t.v9->test(req, done, sizes);
-	case 10:
-		return t.v10->test(req, done, sizes);
-	case 11:
-		return t.v11->test(req, done, sizes);
-	case 12:
-		return t.v12->test(req, done, sizes);
+		H_CASES_EVERY_VERSION(test(req, done, sizes));
 	}
 	return -1;
 }
@@ -510,20 +419,7 @@ int h_test(void *req, int *done, int *sizes)
 int h_close_send(void *sc)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->closeSend(sc);
-	case 7:
-		return t.v7->closeSend(sc);
-	case 8:
-		return t.v8->closeSend(sc);
-	case 9:
-		return t.v9->closeSend(sc);
-	case 10:
-		return t.v10->closeSend(sc);
-	case 11:
-		return t.v11->closeSend(sc);
-	case 12:
-		return t.v12->closeSend(sc);
+		H_CASES_EVERY_VERSION(closeSend(sc));
 	}
 	return -1;
 }
@@ -531,20 +427,7 @@ int h_close_send(void *sc)
 int h_close_recv(void *rc)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->closeRecv(rc);
-	case 7:
-		return t.v7->closeRecv(rc);
-	case 8:
-		return t.v8->closeRecv(rc);
-	case 9:
-		return t.v9->closeRecv(rc);
-	case 10:
-		return t.v10->closeRecv(rc);
-	case 11:
-		return t.v11->closeRecv(rc);
-	case 12:
-		return t.v12->closeRecv(rc);
+		H_CASES_EVERY_VERSION(closeRecv(rc));
 	}
 	return -1;
 }
@@ -552,20 +435,7 @@ int h_close_recv(void *rc)
 int h_close_listen(void *lc)
 {
 	switch (h_version) {
-	case 6:
-		return t.v6->closeListen(lc);
-	case 7:
-		return t.v7->closeListen(lc);
-	case 8:
-		return t.v8->closeListen(lc);
-	case 9:
-		return t.v9->closeListen(lc);
-	case 10:
-		return t.v10->closeListen(lc);
-	case 11:
-		return t.v11->closeListen(lc);
-	case 12:
-		return t.v12->closeListen(lc);
+		H_CASES_EVERY_VERSION(closeListen(lc));
 	}
 	return -1;
 }

@@ -224,40 +224,10 @@ static void run_pair(int version)
 	h_wait_children(pids, 2, what);
 }
 
-static void transfer_v6(void **state)
+/* One version's transfer: *state is the version (an int). */
+static void transfer(void **state)
 {
-	(void)state;
-	run_pair(6);
-}
-static void transfer_v7(void **state)
-{
-	(void)state;
-	run_pair(7);
-}
-static void transfer_v8(void **state)
-{
-	(void)state;
-	run_pair(8);
-}
-static void transfer_v9(void **state)
-{
-	(void)state;
-	run_pair(9);
-}
-static void transfer_v10(void **state)
-{
-	(void)state;
-	run_pair(10);
-}
-static void transfer_v11(void **state)
-{
-	(void)state;
-	run_pair(11);
-}
-static void transfer_v12(void **state)
-{
-	(void)state;
-	run_pair(12);
+	run_pair(*(const int *)*state);
 }
 
 /* --- the exported symbols ------------------------------------------------------ */
@@ -378,22 +348,22 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(exports_v6_to_v12_only, teardown),
-		cmocka_unit_test_teardown(transfer_v6, teardown),
-		cmocka_unit_test_teardown(transfer_v7, teardown),
-		cmocka_unit_test_teardown(transfer_v8, teardown),
-		cmocka_unit_test_teardown(transfer_v9, teardown),
-		cmocka_unit_test_teardown(transfer_v10, teardown),
-		cmocka_unit_test_teardown(transfer_v11, teardown),
-		cmocka_unit_test_teardown(transfer_v12, teardown),
-		cmocka_unit_test_teardown(misuse_v6, teardown),
-		cmocka_unit_test_teardown(misuse_v7, teardown),
-		cmocka_unit_test_teardown(misuse_v8, teardown),
-		cmocka_unit_test_teardown(misuse_v9, teardown),
-		cmocka_unit_test_teardown(misuse_v10, teardown),
-		cmocka_unit_test_teardown(misuse_v11, teardown),
-		cmocka_unit_test_teardown(misuse_v12, teardown),
-		cmocka_unit_test_teardown(contexts_v11, teardown),
-		cmocka_unit_test_teardown(contexts_v12, teardown),
+		H_VERSION_TEST(transfer, 6, teardown),
+		H_VERSION_TEST(transfer, 7, teardown),
+		H_VERSION_TEST(transfer, 8, teardown),
+		H_VERSION_TEST(transfer, 9, teardown),
+		H_VERSION_TEST(transfer, 10, teardown),
+		H_VERSION_TEST(transfer, 11, teardown),
+		H_VERSION_TEST(transfer, 12, teardown),
+		H_VERSION_TEST(misuse, 6, teardown),
+		H_VERSION_TEST(misuse, 7, teardown),
+		H_VERSION_TEST(misuse, 8, teardown),
+		H_VERSION_TEST(misuse, 9, teardown),
+		H_VERSION_TEST(misuse, 10, teardown),
+		H_VERSION_TEST(misuse, 11, teardown),
+		H_VERSION_TEST(misuse, 12, teardown),
+		H_VERSION_TEST(contexts, 11, teardown),
+		H_VERSION_TEST(contexts, 12, teardown),
 		cmocka_unit_test_teardown(standalone_logs_to_stderr, teardown),
 	};
 

@@ -340,40 +340,9 @@ static void run_misuse(int version)
 	h_run_one(misuse_child, &version, what);
 }
 
-void misuse_v6(void **state)
+void misuse(void **state)
 {
-	(void)state;
-	run_misuse(6);
-}
-void misuse_v7(void **state)
-{
-	(void)state;
-	run_misuse(7);
-}
-void misuse_v8(void **state)
-{
-	(void)state;
-	run_misuse(8);
-}
-void misuse_v9(void **state)
-{
-	(void)state;
-	run_misuse(9);
-}
-void misuse_v10(void **state)
-{
-	(void)state;
-	run_misuse(10);
-}
-void misuse_v11(void **state)
-{
-	(void)state;
-	run_misuse(11);
-}
-void misuse_v12(void **state)
-{
-	(void)state;
-	run_misuse(12);
+	run_misuse(*(const int *)*state);
 }
 
 /* --- v11/v12 contexts ----------------------------------------------------- */
@@ -468,15 +437,9 @@ static void run_contexts(int version)
 	h_run_one(contexts_child, &version, what);
 }
 
-void contexts_v11(void **state)
+void contexts(void **state)
 {
-	(void)state;
-	run_contexts(11);
-}
-void contexts_v12(void **state)
-{
-	(void)state;
-	run_contexts(12);
+	run_contexts(*(const int *)*state);
 }
 
 /* --- no NCCL logger: stderr, filtered by RINGWAY_DEBUG -------------------- */

@@ -23,22 +23,14 @@
 
 #include "abi/nccl_net.h"
 #include "common/rw_common.h"
+#include "harness.h"
 
 #define NRANKS	3
 #define STEP_MS 30000
 #define BIG	(1u << 20) /* floats */
 
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "[v%d rank %d] %s:%d: %s: ", ver, me, __FILE__, __LINE__,  \
-				#cond);                                                            \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			fflush(stderr);                                                            \
-			_exit(1);                                                                  \
-		}                                                                                  \
-	} while (0)
+/* H_CHECK, with the version and rank of the process that failed. */
+#define CHECK(cond, fmt, ...) H_CHECK(cond, "[v%d rank %d] " fmt, ver, me, ##__VA_ARGS__)
 
 static const char *so_path;
 static int ver, me;
@@ -60,43 +52,29 @@ static struct shared *sh;
 #define T11 ((const ncclCollNet_v11_t *)tbl)
 #define T12 ((const ncclCollNet_v12_t *)tbl)
 
-/* A call whose argument list is the same in every version (int and
- * size_t arguments convert). */
+/* A call written alike in a range of versions (int and size_t arguments
+ * convert): through the table of the version under test. */
+#define CALL_V8_V10(field, ...)                                                                    \
+	(ver == 8   ? T8->field(__VA_ARGS__)                                                       \
+	 : ver == 9 ? T9->field(__VA_ARGS__)                                                       \
+		    : T10->field(__VA_ARGS__))
+#define CALL_V6_V10(field, ...)                                                                    \
+	(ver == 6   ? T6->field(__VA_ARGS__)                                                       \
+	 : ver == 7 ? T7->field(__VA_ARGS__)                                                       \
+		    : CALL_V8_V10(field, __VA_ARGS__))
+#define CALL_V11_V12(field, ...) (ver == 11 ? T11->field(__VA_ARGS__) : T12->field(__VA_ARGS__))
+
+/* ... in every version. */
 #define CALL(field, ...)                                                                           \
-	(ver == 6    ? T6->field(__VA_ARGS__)                                                      \
-	 : ver == 7  ? T7->field(__VA_ARGS__)                                                      \
-	 : ver == 8  ? T8->field(__VA_ARGS__)                                                      \
-	 : ver == 9  ? T9->field(__VA_ARGS__)                                                      \
-	 : ver == 10 ? T10->field(__VA_ARGS__)                                                     \
-	 : ver == 11 ? T11->field(__VA_ARGS__)                                                     \
-		     : T12->field(__VA_ARGS__))
+	(ver <= 10 ? CALL_V6_V10(field, __VA_ARGS__) : CALL_V11_V12(field, __VA_ARGS__))
 
 /* The same for v8+ only (iallgather/ireducescatter exist there). */
 #define SGE_CALL(field, sge, ...)                                                                  \
-	(ver == 8    ? T8->field(__VA_ARGS__)                                                      \
-	 : ver == 9  ? T9->field(__VA_ARGS__)                                                      \
-	 : ver == 10 ? T10->field(__VA_ARGS__)                                                     \
-	 : ver == 11 ? T11->field(__VA_ARGS__)                                                     \
-		     : T12->field(__VA_ARGS__))
+	(ver <= 10 ? CALL_V8_V10(field, __VA_ARGS__) : CALL_V11_V12(field, __VA_ARGS__))
 
 static ncclResult_t c_init(void)
 {
-	switch (ver) {
-	case 6:
-		return T6->init(NULL);
-	case 7:
-		return T7->init(NULL);
-	case 8:
-		return T8->init(NULL);
-	case 9:
-		return T9->init(NULL);
-	case 10:
-		return T10->init(NULL);
-	case 11:
-		return T11->init(&ctx, 0x5257, NULL);
-	default:
-		return T12->init(&ctx, 0x5257, NULL);
-	}
+	return ver <= 10 ? CALL_V6_V10(init, NULL) : CALL_V11_V12(init, &ctx, 0x5257, NULL);
 }
 
 static ncclResult_t n_init(void)
@@ -119,83 +97,39 @@ static ncclResult_t n_init(void)
 	}
 }
 
+/* Version v's case of names(): device 0's properties from both tables. */
+#define NAMES_CASE(v)                                                                              \
+	case v: {                                                                                  \
+		ncclNetProperties_v##v##_t p;                                                      \
+                                                                                                   \
+		a = T##v->getProperties(0, &p);                                                    \
+		*cn = p.name;                                                                      \
+		b = ((const ncclNet_v##v##_t *)ntbl)->getProperties(0, &p);                        \
+		*net = p.name;                                                                     \
+		break;                                                                             \
+	}
+
 /* Device 0's name as CollNet and as the net plugin report it. */
 static void names(const char **cn, const char **net)
 {
-	ncclNetProperties_v12_t p12;
-	ncclNetProperties_v11_t p11;
-	ncclNetProperties_v10_t p10;
-	ncclNetProperties_v9_t p9;
-	ncclNetProperties_v8_t p8;
-	ncclNetProperties_v7_t p7;
-	ncclNetProperties_v6_t p6;
 	ncclResult_t a = ncclSuccess, b = ncclSuccess;
 
 	switch (ver) {
-	case 6:
-		a = T6->getProperties(0, &p6);
-		*cn = p6.name;
-		b = ((const ncclNet_v6_t *)ntbl)->getProperties(0, &p6);
-		*net = p6.name;
-		break;
-	case 7:
-		a = T7->getProperties(0, &p7);
-		*cn = p7.name;
-		b = ((const ncclNet_v7_t *)ntbl)->getProperties(0, &p7);
-		*net = p7.name;
-		break;
-	case 8:
-		a = T8->getProperties(0, &p8);
-		*cn = p8.name;
-		b = ((const ncclNet_v8_t *)ntbl)->getProperties(0, &p8);
-		*net = p8.name;
-		break;
-	case 9:
-		a = T9->getProperties(0, &p9);
-		*cn = p9.name;
-		b = ((const ncclNet_v9_t *)ntbl)->getProperties(0, &p9);
-		*net = p9.name;
-		break;
-	case 10:
-		a = T10->getProperties(0, &p10);
-		*cn = p10.name;
-		b = ((const ncclNet_v10_t *)ntbl)->getProperties(0, &p10);
-		*net = p10.name;
-		break;
-	case 11:
-		a = T11->getProperties(0, &p11);
-		*cn = p11.name;
-		b = ((const ncclNet_v11_t *)ntbl)->getProperties(0, &p11);
-		*net = p11.name;
-		break;
-	default:
-		a = T12->getProperties(0, &p12);
-		*cn = p12.name;
-		b = ((const ncclNet_v12_t *)ntbl)->getProperties(0, &p12);
-		*net = p12.name;
-		break;
+		NAMES_CASE(6)
+		NAMES_CASE(7)
+		NAMES_CASE(8)
+		NAMES_CASE(9)
+		NAMES_CASE(10)
+		NAMES_CASE(11)
+		NAMES_CASE(12)
 	}
 	CHECK(a == ncclSuccess && b == ncclSuccess, "getProperties: %d %d", a, b);
 }
 
 static ncclResult_t c_listen(void *handle, void **lc)
 {
-	switch (ver) {
-	case 6:
-		return T6->listen(0, handle, lc);
-	case 7:
-		return T7->listen(0, handle, lc);
-	case 8:
-		return T8->listen(0, handle, lc);
-	case 9:
-		return T9->listen(0, handle, lc);
-	case 10:
-		return T10->listen(0, handle, lc);
-	case 11:
-		return T11->listen(ctx, 0, handle, lc);
-	default:
-		return T12->listen(ctx, 0, handle, lc);
-	}
+	return ver <= 10 ? CALL_V6_V10(listen, 0, handle, lc)
+			 : CALL_V11_V12(listen, ctx, 0, handle, lc);
 }
 
 static void barrier(int phase)
@@ -448,49 +382,19 @@ static void run_version(int v)
 	assert_int_equal(failed, 0);
 }
 
-static void collnet_v6(void **state)
+/* One version: *state is the version (an int). */
+static void collnet(void **state)
 {
-	(void)state;
-	run_version(6);
-}
-static void collnet_v7(void **state)
-{
-	(void)state;
-	run_version(7);
-}
-static void collnet_v8(void **state)
-{
-	(void)state;
-	run_version(8);
-}
-static void collnet_v9(void **state)
-{
-	(void)state;
-	run_version(9);
-}
-static void collnet_v10(void **state)
-{
-	(void)state;
-	run_version(10);
-}
-static void collnet_v11(void **state)
-{
-	(void)state;
-	run_version(11);
-}
-static void collnet_v12(void **state)
-{
-	(void)state;
-	run_version(12);
+	run_version(*(const int *)*state);
 }
 
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(collnet_v6),  cmocka_unit_test(collnet_v7),
-		cmocka_unit_test(collnet_v8),  cmocka_unit_test(collnet_v9),
-		cmocka_unit_test(collnet_v10), cmocka_unit_test(collnet_v11),
-		cmocka_unit_test(collnet_v12),
+		H_VERSION_TEST(collnet, 6, NULL),  H_VERSION_TEST(collnet, 7, NULL),
+		H_VERSION_TEST(collnet, 8, NULL),  H_VERSION_TEST(collnet, 9, NULL),
+		H_VERSION_TEST(collnet, 10, NULL), H_VERSION_TEST(collnet, 11, NULL),
+		H_VERSION_TEST(collnet, 12, NULL),
 	};
 
 	if (argc != 2) {
