@@ -3,6 +3,8 @@
 #ifndef RW_IB_LIVE_H
 #define RW_IB_LIVE_H
 
+#include "transport/base/rw_base.h"
+
 enum rw_ib_live_kind {
 	RW_IB_LIVE_NETS,      /* transport instances */
 	RW_IB_LIVE_LISTENERS, /* open listeners */
@@ -15,7 +17,13 @@ enum rw_ib_live_kind {
 	RW_IB_LIVE_COUNT
 };
 
-/** Add delta to a counter (relaxed atomics). */
-void rw_ib_live_add(enum rw_ib_live_kind kind, long delta);
+/** The table (transport/base/rw_base.h), defined in ib_util.c. */
+extern struct rw_live rw_ib_live;
+
+/** Add delta to a counter. */
+static inline void rw_ib_live_add(enum rw_ib_live_kind kind, long delta)
+{
+	rw_live_bump(&rw_ib_live, (int)kind, delta);
+}
 
 #endif /* RW_IB_LIVE_H */

@@ -237,23 +237,14 @@ int rw_ib_handle_addr(const void *handle, struct sockaddr_storage *out)
 
 /* --- live objects ----------------------------------------------------------------- */
 
-static long live[RW_IB_LIVE_COUNT];
-
-void rw_ib_live_add(enum rw_ib_live_kind kind, long delta)
-{
-	__atomic_add_fetch(&live[kind], delta, __ATOMIC_RELAXED);
-}
+struct rw_live rw_ib_live = {.name = "ib", .nkinds = RW_IB_LIVE_COUNT};
 
 long rw_ib_live_total(void)
 {
-	long sum = 0;
-
-	for (int i = 0; i < RW_IB_LIVE_COUNT; i++)
-		sum += __atomic_load_n(&live[i], __ATOMIC_RELAXED);
-	return sum;
+	return rw_live_sum(&rw_ib_live, 0);
 }
 
 long rw_ib_live_regs(void)
 {
-	return __atomic_load_n(&live[RW_IB_LIVE_REGS], __ATOMIC_RELAXED);
+	return rw_live_get(&rw_ib_live, RW_IB_LIVE_REGS);
 }

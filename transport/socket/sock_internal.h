@@ -2,7 +2,7 @@
 /*
  * Objects of the TCP socket transport, shared by its files:
  *   sock_net.c      create/destroy, devices, properties, the ops table
- *   sock_ifname.c   interface discovery and selection
+ *   sock_ifname.c   forwarder for sock.h's rw_sock_if_select (toolbox: transport/tcp/)
  *   sock_util.c     addresses, socket options, handles, live counters
  *   sock_listen.c   listen, accept (hello checks), close_listen
  *   sock_connect.c  the non-blocking connect state machine
@@ -137,20 +137,6 @@ static inline struct rw_sock_net *rw_sock_net_from(struct rw_net *net)
 
 /* --- listener --------------------------------------------------------------- */
 
-/** An accepted socket that has not yet presented a complete hello (it has
- *  not proven that it knows the handle's nonce).  On the listener's list in
- *  the order accepted: the oldest is evicted first. */
-struct rw_sock_cand {
-	struct rw_sock_link link;
-	int fd;
-	uint64_t accepted_ms;
-	uint64_t deadline_ms;
-	struct sockaddr_storage src; /* the per-source cap compares addresses */
-	size_t got;
-	struct rw_sock_hello hello;
-	char peer[RW_SOCK_ADDRSTRLEN];
-};
-
 /** Streams of one connect (same conn_id) collected so far.  On the
  *  listener's list in the order created: while incomplete, the oldest is
  *  evicted first when the list is full. */
@@ -174,16 +160,9 @@ struct rw_sock_listen {
 	int fd;
 	uint64_t nonce;
 	char addr[RW_SOCK_ADDRSTRLEN];
-	int ncands, nasms;
-	struct rw_sock_link cands;
+	int nasms;
 	struct rw_sock_link asms;
 	int64_t hello_ms; /* RINGWAY_SOCKET_HELLO_MS, at most the timeout */
-	/* drop warnings: RW_SOCK_DROP_WARNS per window, the rest counted */
-	uint64_t warn_window_ms; /* start of the current window */
-	int nwarned;		 /* warnings in it */
-	long nquiet;		 /* drops not warned about since the last count */
-	char quiet_last[160];	 /* the last of them: address and reason */
-	uint64_t starved_ms;	 /* since when accept4 finds no free fd (0: not) */
 };
 
 /* --- connect ------------------------------------------------------------ */
@@ -382,9 +361,6 @@ static inline const char *rw_sock_comm_dir(const struct rw_sock_comm *c)
 
 /* --- sock_util.c ---------------------------------------------------------- */
 
-/** "1.2.3.4:5" or "[::1]:5"; "?" for other families. */
-void rw_sock_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len);
-socklen_t rw_sock_addr_len(const struct sockaddr_storage *sa);
 /** Non-blocking, close-on-exec TCP socket, counted.  0 or -errno. */
 int rw_sock_socket(int family, int *fd);
 /** Count an fd that accept4() created. */
@@ -403,11 +379,6 @@ void rw_sock_handle_encode(struct rw_sock_handle *h, const struct sockaddr_stora
 			   uint64_t nonce);
 /** Decode and check a handle.  0 or -EINVAL. */
 int rw_sock_handle_decode(const void *buf, struct rw_sock_handle *h, struct sockaddr_storage *sa);
-
-/* --- sock_ifname.c ---------------------------------------------------------- */
-
-/** Addresses of interfaces that are up.  0 or -errno. */
-int rw_sock_if_discover(struct rw_sock_ifaddr *out, size_t max, size_t *n);
 
 /* --- sock_listen.c / sock_connect.c --------------------------------------------- */
 
