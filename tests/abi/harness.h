@@ -138,6 +138,8 @@ pid_t h_spawn(h_child_fn fn, void *arg);
  *  fails the cmocka test unless all exited 0.  Parent only. */
 void h_wait_children(const pid_t *pids, int n, const char *what);
 void h_run_one(h_child_fn fn, void *arg, const char *what);
+/** h_run_one(fn, &version, "v<version> name") for a H_VERSION_TEST's state. */
+void h_run_version(h_child_fn fn, void **state, const char *name);
 
 /** Yield, then sleep a little, so spinning children leave CPU to the
  *  transport's helper threads. */

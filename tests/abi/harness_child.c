@@ -110,6 +110,15 @@ void h_run_one(h_child_fn fn, void *arg, const char *what)
 	h_wait_children(&pid, 1, what);
 }
 
+void h_run_version(h_child_fn fn, void **state, const char *name)
+{
+	int version = *(const int *)*state;
+	char what[64];
+
+	snprintf(what, sizeof(what), "v%d %s", version, name);
+	h_run_one(fn, &version, what);
+}
+
 /* --- helpers for children ---------------------------------------------------- */
 
 /* Back off after a while so two spinning processes leave the transport's

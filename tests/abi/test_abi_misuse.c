@@ -332,17 +332,9 @@ static void misuse_child(void *arg)
 	}
 }
 
-static void run_misuse(int version)
-{
-	char what[32];
-
-	snprintf(what, sizeof(what), "v%d misuse", version);
-	h_run_one(misuse_child, &version, what);
-}
-
 void misuse(void **state)
 {
-	run_misuse(*(const int *)*state);
+	h_run_version(misuse_child, state, "misuse");
 }
 
 /* --- v11/v12 contexts ----------------------------------------------------- */
@@ -429,17 +421,9 @@ static void contexts_child(void *arg)
 	}
 }
 
-static void run_contexts(int version)
-{
-	char what[32];
-
-	snprintf(what, sizeof(what), "v%d contexts", version);
-	h_run_one(contexts_child, &version, what);
-}
-
 void contexts(void **state)
 {
-	run_contexts(*(const int *)*state);
+	h_run_version(contexts_child, state, "contexts");
 }
 
 /* --- no NCCL logger: stderr, filtered by RINGWAY_DEBUG -------------------- */
