@@ -86,20 +86,17 @@ static int io_fail(const struct rw_bootstrap *b, int i, const char *what, int rc
 
 /* --- rank 0 -------------------------------------------------------------- */
 
-/* A listening socket on sa; -errno. */
+/* A listening socket on sa (SO_REUSEADDR: the port is the job's); -errno. */
 static int listen_on(const struct sockaddr *sa, socklen_t sl)
 {
-	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc;
+	struct sockaddr_storage ss = {0};
+	int fd = -1, rc;
 
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, sa, sl) < 0 || listen(fd, 1024) < 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	return fd;
+	if ((size_t)sl > sizeof(ss))
+		return -EAFNOSUPPORT;
+	memcpy(&ss, sa, (size_t)sl);
+	rc = rw_tcp_listen(&ss, 1024, true, &fd);
+	return rc ? rc : fd;
 }
 
 /*

@@ -126,12 +126,37 @@ static void bounded_io(void **state)
 	close(lfd);
 }
 
+static void listen_picks_a_port_and_refuses_a_taken_one(void **state)
+{
+	struct sockaddr_storage sa, again;
+	int lfd = -1, fd = -1, c = -1, other = -7;
+
+	(void)state;
+	assert_int_equal(rw_tcp_addr_parse("127.0.0.1:1", &sa), 0);
+	rw_tcp_addr_set_port(&sa, 0);
+	assert_int_equal(rw_tcp_listen(&sa, 8, false, &lfd), 0);
+	assert_int_not_equal(rw_tcp_addr_port(&sa), 0); /* the port it got */
+	assert_int_equal(rw_tcp_connect(&sa, rw_now_ms() + 20000, &c), 0);
+	assert_int_equal(rw_tcp_wait(lfd, POLLIN, rw_now_ms() + 20000), 0);
+	fd = accept(lfd, NULL, NULL);
+	assert_true(fd >= 0);
+	again = sa;
+	assert_int_equal(rw_tcp_listen(&again, 8, true, &other), -EADDRINUSE);
+	assert_int_equal(other, -7);
+	assert_memory_equal(&again, &sa, sizeof(sa)); /* untouched on failure */
+	close(fd);
+	close(c);
+	close(lfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(closed_port_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(deadline_bounds_a_blackhole, setup, teardown),
 		cmocka_unit_test_setup_teardown(bounded_io, setup, teardown),
+		cmocka_unit_test_setup_teardown(listen_picks_a_port_and_refuses_a_taken_one, setup,
+						teardown),
 	};
 
 	rw_test_log_install();

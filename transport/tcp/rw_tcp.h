@@ -124,6 +124,14 @@ int rw_tcp_if_pick(const char *spec, int family, struct rw_tcp_ifaddr *out, size
 /** A non-blocking, close-on-exec TCP socket.  0 or -errno. */
 int rw_tcp_socket(int family, int *fd);
 
+/**
+ * A listening socket (non-blocking, close-on-exec) on *sa; port 0 picks a
+ * free one.  reuse sets SO_REUSEADDR (a fixed port that a previous run may
+ * hold in TIME_WAIT).  \param[in,out] sa  the address actually bound, on
+ * success.  \return 0 or -errno (nothing is left open on failure).
+ */
+int rw_tcp_listen(struct sockaddr_storage *sa, int backlog, bool reuse, int *fd);
+
 /** Start a connect on fd (non-blocking): 0 when under way or done, else
  *  -errno (ECONNREFUSED for a local closed port may come at once). */
 int rw_tcp_connect_begin(int fd, const struct sockaddr_storage *sa);

@@ -20,6 +20,29 @@ int rw_tcp_socket(int family, int *fd)
 	return 0;
 }
 
+int rw_tcp_listen(struct sockaddr_storage *sa, int backlog, bool reuse, int *fd)
+{
+	struct sockaddr_storage bound;
+	socklen_t len = sizeof(bound);
+	int s = -1, one = 1, rc;
+
+	if (!sa || !fd)
+		return -EINVAL;
+	rc = rw_tcp_socket(sa->ss_family, &s);
+	if (rc)
+		return rc;
+	if ((reuse && setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one))) ||
+	    bind(s, (const struct sockaddr *)sa, rw_tcp_addr_len(sa)) || listen(s, backlog) ||
+	    getsockname(s, (struct sockaddr *)&bound, &len)) {
+		rc = -errno;
+		close(s);
+		return rc;
+	}
+	*sa = bound;
+	*fd = s;
+	return 0;
+}
+
 int rw_tcp_connect_begin(int fd, const struct sockaddr_storage *sa)
 {
 	if (!sa)
