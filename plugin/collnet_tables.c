@@ -220,48 +220,35 @@ RW_PLUGIN_EXPORT const ncclCollNet_v8_t ncclCollNetPlugin_v8 = {
 	.ireducescatter = cn_ireducescatter_v8,
 };
 
+/* v9..v12: size_t sizes and counts, scatter-gather lists in ringway's layout. */
+#define RW_CN_SLOTS_V9_V12                                                                         \
+	.regMr = cn_reg_mr, .iallreduce = cn_iallreduce, .iallgather = cn_iallgather_v9,           \
+	.ireducescatter = cn_ireducescatter_v9
+
 RW_PLUGIN_EXPORT const ncclCollNet_v9_t ncclCollNetPlugin_v9 = {
 	RW_CN_SLOTS_EVERY_VERSION,
+	RW_CN_SLOTS_V9_V12,
 	.init = cn_init_v9,
 	.getProperties = rw_abi_get_properties_v9,
 	.listen = rw_abi_listen_legacy,
-	.regMr = cn_reg_mr,
-	.iallreduce = cn_iallreduce,
-	.iallgather = cn_iallgather_v9,
-	.ireducescatter = cn_ireducescatter_v9,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v10_t ncclCollNetPlugin_v10 = {
 	RW_CN_SLOTS_EVERY_VERSION,
+	RW_CN_SLOTS_V9_V12,
 	.init = cn_init_v10,
 	.getProperties = rw_abi_get_properties_v9, /* v10 props are v9's */
 	.listen = rw_abi_listen_legacy,
-	.regMr = cn_reg_mr,
-	.iallreduce = cn_iallreduce,
-	.iallgather = cn_iallgather_v9,
-	.ireducescatter = cn_ireducescatter_v9,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
-	RW_CN_SLOTS_EVERY_VERSION,
-	.init = cn_init_v11,
-	.getProperties = rw_abi_get_properties_v11,
-	.listen = rw_abi_listen_ctx,
-	.regMr = cn_reg_mr,
-	.iallreduce = cn_iallreduce,
-	.iallgather = cn_iallgather_v9,
-	.ireducescatter = cn_ireducescatter_v9,
-	.finalize = rw_abi_finalize,
+	RW_CN_SLOTS_EVERY_VERSION,   RW_CN_SLOTS_V9_V12,
+	.init = cn_init_v11,	     .getProperties = rw_abi_get_properties_v11,
+	.listen = rw_abi_listen_ctx, .finalize = rw_abi_finalize,
 };
 
 RW_PLUGIN_EXPORT const ncclCollNet_v12_t ncclCollNetPlugin_v12 = {
-	RW_CN_SLOTS_EVERY_VERSION,
-	.init = cn_init_v12,
-	.getProperties = rw_abi_get_properties_v12,
-	.listen = rw_abi_listen_ctx,
-	.regMr = cn_reg_mr,
-	.iallreduce = cn_iallreduce,
-	.iallgather = cn_iallgather_v9,
-	.ireducescatter = cn_ireducescatter_v9,
-	.finalize = rw_abi_finalize,
+	RW_CN_SLOTS_EVERY_VERSION,   RW_CN_SLOTS_V9_V12,
+	.init = cn_init_v12,	     .getProperties = rw_abi_get_properties_v12,
+	.listen = rw_abi_listen_ctx, .finalize = rw_abi_finalize,
 };

@@ -134,28 +134,23 @@ const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.irecv = rw_abi_irecv_ph,
 };
 
+/* v11 and v12: a context per communicator (listen, connect, finalize);
+ * v12 only widens the properties. */
+#define RW_NET_SLOTS_V11_V12                                                                       \
+	.listen = rw_abi_listen_ctx, .connect = rw_abi_connect_ctx, .accept = rw_abi_accept,       \
+	.regMr = rw_abi_reg_mr, .isend = rw_abi_isend_ph, .irecv = rw_abi_irecv_ph,                \
+	.finalize = rw_abi_finalize
+
 const ncclNet_v11_t ncclNetPlugin_v11 = {
 	RW_NET_SLOTS_EVERY_VERSION,
+	RW_NET_SLOTS_V11_V12,
 	.init = init_v11,
 	.getProperties = rw_abi_get_properties_v11,
-	.listen = rw_abi_listen_ctx,
-	.connect = rw_abi_connect_ctx,
-	.accept = rw_abi_accept,
-	.regMr = rw_abi_reg_mr,
-	.isend = rw_abi_isend_ph,
-	.irecv = rw_abi_irecv_ph,
-	.finalize = rw_abi_finalize,
 };
 
 const ncclNet_v12_t ncclNetPlugin_v12 = {
 	RW_NET_SLOTS_EVERY_VERSION,
+	RW_NET_SLOTS_V11_V12,
 	.init = init_v12,
 	.getProperties = rw_abi_get_properties_v12,
-	.listen = rw_abi_listen_ctx,
-	.connect = rw_abi_connect_ctx,
-	.accept = rw_abi_accept,
-	.regMr = rw_abi_reg_mr,
-	.isend = rw_abi_isend_ph,
-	.irecv = rw_abi_irecv_ph,
-	.finalize = rw_abi_finalize,
 };
