@@ -101,6 +101,11 @@ enum rw_topo_link_state rw_topo_ib_state(const char *s);
 void rw_topo_nic_read_live(struct rw_topo *t, struct rw_topo_nic *nic, bool on_pci);
 /** A GUID as sysfs prints it ("b8ce:f603:00a1:2b43"): its hex digits in order. */
 uint64_t rw_topo_guid_parse(const char *s);
+/** One NIC's sysfs files under root (rw_topo_live.c); 0 when absent or
+ *  meaningless.  Port p's rate in Mb/s; the node GUID; a netdev's speed. */
+int rw_topo_ib_rate(const char *root, const char *ibdev, int port);
+uint64_t rw_topo_ib_guid(const char *root, const char *ibdev);
+int rw_topo_netdev_speed(const char *root, const char *netdev);
 
 /** Path between PCI nodes (either may be -1: not on PCI). */
 enum rw_topo_path_type rw_topo_pci_path_type(const struct rw_topo *t, int a, int b);

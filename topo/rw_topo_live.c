@@ -7,7 +7,9 @@
  */
 #include "topo/rw_topo_int.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +30,57 @@ enum rw_topo_link_state rw_topo_ib_state(const char *s)
 	return RW_TOPO_LINK_UNKNOWN;
 }
 
+/* --- one NIC's sysfs files (the model and rw_topo_nic_facts share them) -- */
+
+uint64_t rw_topo_guid_parse(const char *s)
+{
+	uint64_t g = 0;
+
+	for (const char *c = s; *c; c++)
+		if (isxdigit((unsigned char)*c))
+			g = g << 4 |
+			    (uint64_t)(isdigit((unsigned char)*c) ? *c - '0'
+								  : (tolower(*c) - 'a' + 10));
+	return g;
+}
+
+int rw_topo_ib_rate(const char *root, const char *ibdev, int port)
+{
+	char rel[160], buf[64];
+	double gbps;
+
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/rate", ibdev, port);
+	if (rw_sysfs_read(root, rel, buf, sizeof(buf)))
+		return 0;
+	gbps = strtod(buf, NULL); /* "200 Gb/sec (4X HDR)" */
+	return gbps > 0 && gbps < INT_MAX / 1000.0 ? (int)(gbps * 1000.0 + 0.5) : 0;
+}
+
+uint64_t rw_topo_ib_guid(const char *root, const char *ibdev)
+{
+	char rel[160], buf[64];
+
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/node_guid", ibdev);
+	return rw_sysfs_read(root, rel, buf, sizeof(buf)) ? 0 : rw_topo_guid_parse(buf);
+}
+
+int rw_topo_netdev_speed(const char *root, const char *netdev)
+{
+	char rel[160];
+	long v;
+
+	snprintf(rel, sizeof(rel), "sys/class/net/%s/speed", netdev);
+	if (rw_sysfs_read_long(root, rel, &v) || v <= 0 || v >= 100000000)
+		return 0; /* -1: no link or a virtual device */
+	return (int)v;
+}
+
+/* --- the model's NICs ------------------------------------------------------ */
+
 static void read_ib_port(struct rw_topo *t, struct rw_topo_nic *nic)
 {
 	char rel[160], buf[64];
-	int first_up = 0;
+	int first_up = 0, rate;
 
 	for (int p = 1; p <= RW_MAX(nic->nports, 1); p++) {
 		snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/state", nic->ibdev, p);
@@ -48,29 +97,19 @@ static void read_ib_port(struct rw_topo *t, struct rw_topo_nic *nic)
 		nic->port = first_up;
 		nic->state = RW_TOPO_LINK_UP;
 	}
-	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/rate", nic->ibdev, nic->port);
-	if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
-		double gbps = strtod(buf, NULL); /* "200 Gb/sec (4X HDR)" */
-
-		if (gbps > 0)
-			nic->speed_mbps = (int)(gbps * 1000.0 + 0.5);
-	}
-	if (!nic->guid) {
-		snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/node_guid", nic->ibdev);
-		if (!rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf)))
-			nic->guid = rw_topo_guid_parse(buf);
-	}
+	rate = rw_topo_ib_rate(t->sysfs_root, nic->ibdev, nic->port);
+	if (rate)
+		nic->speed_mbps = rate;
+	if (!nic->guid)
+		nic->guid = rw_topo_ib_guid(t->sysfs_root, nic->ibdev);
 }
 
 static void read_netdev(struct rw_topo *t, struct rw_topo_nic *nic)
 {
 	char rel[160], buf[64];
-	long speed;
 
-	snprintf(rel, sizeof(rel), "sys/class/net/%s/speed", nic->netdev);
-	if (!nic->speed_mbps && !rw_sysfs_read_long(t->sysfs_root, rel, &speed) && speed > 0 &&
-	    speed < 100000000)
-		nic->speed_mbps = (int)speed;
+	if (!nic->speed_mbps)
+		nic->speed_mbps = rw_topo_netdev_speed(t->sysfs_root, nic->netdev);
 	snprintf(rel, sizeof(rel), "sys/class/net/%s/operstate", nic->netdev);
 	if (nic->kind == RW_TOPO_NIC_ETH && !rw_sysfs_read(t->sysfs_root, rel, buf, sizeof(buf))) {
 		if (!strcmp(buf, "up"))

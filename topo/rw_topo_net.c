@@ -15,18 +15,6 @@
 #include "topo/rw_sysfs.h"
 #include "topo/rw_topo_int.h"
 
-uint64_t rw_topo_guid_parse(const char *s)
-{
-	uint64_t g = 0;
-
-	for (const char *c = s; *c; c++)
-		if (isxdigit((unsigned char)*c))
-			g = g << 4 |
-			    (uint64_t)(isdigit((unsigned char)*c) ? *c - '0'
-								  : (tolower(*c) - 'a' + 10));
-	return g;
-}
-
 /* "0000:00:03.0" */
 static bool is_pci_bdf(const char *s, size_t len)
 {
@@ -74,9 +62,7 @@ static void netdev_facts(const char *root, const char *name, struct rw_topo_nic_
 
 	snprintf(rel, sizeof(rel), "sys/class/net/%s/device", name);
 	pci_dir(root, rel, f->pci_path, sizeof(f->pci_path));
-	snprintf(rel, sizeof(rel), "sys/class/net/%s/speed", name);
-	if (!rw_sysfs_read_long(root, rel, &v) && v > 0 && v <= INT_MAX)
-		f->speed_mbps = (int)v;
+	f->speed_mbps = rw_topo_netdev_speed(root, name);
 	snprintf(rel, sizeof(rel), "sys/class/net/%s/ifindex", name);
 	if (!rw_sysfs_read_long(root, rel, &v) && v > 0 && v <= INT_MAX)
 		f->ifindex = (int)v;
@@ -90,20 +76,12 @@ static void netdev_facts(const char *root, const char *name, struct rw_topo_nic_
 
 static void ibdev_facts(const char *root, const char *name, struct rw_topo_nic_facts *f)
 {
-	char rel[64 + RW_TOPO_NAME_MAX], buf[64];
+	char rel[64 + RW_TOPO_NAME_MAX];
 
 	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/device", name);
 	pci_dir(root, rel, f->pci_path, sizeof(f->pci_path));
-	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/1/rate", name);
-	if (!rw_sysfs_read(root, rel, buf, sizeof(buf))) {
-		double gbps = strtod(buf, NULL); /* "200 Gb/sec (4X HDR)" */
-
-		if (gbps > 0 && gbps < INT_MAX / 1000.0)
-			f->speed_mbps = (int)(gbps * 1000.0 + 0.5);
-	}
-	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/node_guid", name);
-	if (!rw_sysfs_read(root, rel, buf, sizeof(buf)))
-		f->guid = rw_topo_guid_parse(buf);
+	f->speed_mbps = rw_topo_ib_rate(root, name, 1);
+	f->guid = rw_topo_ib_guid(root, name);
 }
 
 int rw_topo_nic_facts(const char *sysfs_root, const char *name, struct rw_topo_nic_facts *out)
