@@ -5,12 +5,13 @@
  *
  *   tcp_addr.c    addresses: formatting, parsing "host:port", comparing
  *   tcp_ifname.c  interface discovery and selection (NCCL_SOCKET_IFNAME rules)
- *   tcp_conn.c    sockets, the non-blocking connect with a deadline, bounded I/O
+ *   tcp_conn.c    sockets, listen, the non-blocking connect with a deadline,
+ *                 bounded I/O
  *   tcp_gate.c    accept, and the policy for connections that have not
  *                 proven themselves yet (the "gate")
  *
- * Every function returns 0 (or a count) or -errno and writes its outputs
- * only on success.  Nothing here reads the environment: callers pass the
+ * Functions that can fail return 0 (1 where they say "done"), or -errno,
+ * and write their outputs only on success.  Nothing here reads the environment: callers pass the
  * parameters (RINGWAY_SOCKET_IFNAME, RINGWAY_SOCKET_HELLO_MS, ...) in.
  * Nothing here logs, except the gate, which names every connection it drops.
  */
@@ -119,7 +120,7 @@ int rw_tcp_if_discover(struct rw_tcp_ifaddr *out, size_t max, size_t *n);
 int rw_tcp_if_pick(const char *spec, int family, struct rw_tcp_ifaddr *out, size_t max,
 		   size_t *nout, enum rw_tcp_if_rule *rule, char *found, size_t found_len);
 
-/* --- sockets, connect, bounded I/O (tcp_conn.c) --------------------------- */
+/* --- sockets, listen, connect, bounded I/O (tcp_conn.c) ------------------- */
 
 /** A non-blocking, close-on-exec TCP socket.  0 or -errno. */
 int rw_tcp_socket(int family, int *fd);
