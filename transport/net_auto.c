@@ -143,21 +143,12 @@ out:
 /* A new listener: the oldest shell once the graveyard is full, else new memory. */
 static struct rw_auto_listen *listen_alloc(struct rw_auto_net *a)
 {
-	struct rw_auto_listen *l;
-	struct rw_list *shell;
+	struct rw_auto_listen *l = rw_grave_alloc(&a->dead, &a->lock, sizeof(*l),
+						  offsetof(struct rw_auto_listen, link),
+						  offsetof(struct rw_auto_listen, obj));
 
-	pthread_mutex_lock(&a->lock);
-	shell = rw_grave_reuse(&a->dead);
-	pthread_mutex_unlock(&a->lock);
-	if (shell) {
-		l = rw_list_entry(shell, struct rw_auto_listen, link);
-	} else {
-		l = calloc(1, sizeof(*l));
-		if (!l)
-			return NULL;
-		rw_list_init(&l->link);
-	}
-	rw_obj_open(&l->obj, AUTO_LISTEN_KIND);
+	if (l)
+		rw_obj_open(&l->obj, AUTO_LISTEN_KIND);
 	return l;
 }
 

@@ -21,7 +21,7 @@
 #include "transport/socket/sock.h"
 
 #define CYCLES	   5000
-#define MAX_SHELLS 64		 /* RW_SOCK_MAX_SHELLS, RW_SHM_MAX_SHELLS */
+#define MAX_SHELLS 64		 /* RW_GRAVE_MAX (transport/base/rw_base.h) */
 #define WARM	   1000		 /* cycles before the heap is measured */
 #define HEAP_SLACK (1024 * 1024) /* 4 000 kept shells were 2.4 to 4.8 MB */
 #define WAIT_MS	   20000

@@ -6,7 +6,9 @@
  *     the old handle must fail as a closed comm, not act on the new one;
  *   - test() straight on a transport request after close_send (socket,
  *     shm): the request's memory must still be the transport's and say
- *     "completed", not be a freed slab.
+ *     "completed", not be a freed slab;
+ *   - closed listeners (socket, shm, auto) keep at most RW_GRAVE_MAX shells
+ *     (they were unbounded), and a stale listener stays closed.
  * The plugin is linked in (the sources of plugin/) and driven through its v10 table,
  * on the socket transport over lo (the test's environment).
  */
@@ -146,11 +148,73 @@ static void shm_test_after_close(void **state)
 	test_after_close(rw_shm_create, shm_env);
 }
 
+/* 4 * RW_GRAVE_MAX listen/close cycles use at most RW_GRAVE_MAX + 1 shells. */
+static void listener_shells_bounded(int (*create)(const struct rw_config *, struct rw_net **),
+				    const char *const *env)
+{
+	enum { CYCLES = 4 * RW_GRAVE_MAX };
+	static struct rw_net_listen *seen[CYCLES];
+	char handle[RW_NET_HANDLE_MAXSIZE];
+	struct rw_net_listen *first = NULL, *l;
+	struct rw_net_comm *c = NULL;
+	struct rw_config cfg;
+	struct rw_net *n = NULL;
+	int distinct = 0;
+
+	rw_test_log_reset();
+	rw_test_log_expect("on a closed listener");
+	assert_int_equal(rw_test_config(&cfg, env), 0);
+	assert_int_equal(create(&cfg, &n), 0);
+	for (int i = 0; i < CYCLES; i++) {
+		bool known = false;
+
+		assert_int_equal(rw_net_listen(n, 0, handle, &l), 0);
+		for (int j = 0; j < distinct && !known; j++)
+			known = seen[j] == l;
+		if (!known)
+			seen[distinct++] = l;
+		if (!first)
+			first = l;
+		assert_int_equal(rw_net_close_listen(l), 0);
+		if (i < RW_GRAVE_MAX) /* until its shell is reused */
+			assert_int_equal(rw_net_accept(first, &c), -EBADF);
+	}
+	assert_true(distinct <= RW_GRAVE_MAX + 1);
+	assert_null(c);
+	rw_net_destroy(n);
+}
+
+static void sock_listener_shells(void **state)
+{
+	(void)state;
+	listener_shells_bounded(rw_sock_create, sock_env);
+}
+
+static void shm_listener_shells(void **state)
+{
+	(void)state;
+	listener_shells_bounded(rw_shm_create, shm_env);
+}
+
+static const char *const auto_env[] = {"RINGWAY_TRANSPORT", "auto", "RINGWAY_SOCKET_IFNAME", "lo",
+				       NULL};
+
+static void auto_listener_shells(void **state)
+{
+	(void)state;
+	listener_shells_bounded(rw_net_create, auto_env);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(sock_test_after_close), cmocka_unit_test(shm_test_after_close),
-		cmocka_unit_test(plugin_reused_wrapper), /* last: it installs its logger */
+		cmocka_unit_test(sock_test_after_close),
+		cmocka_unit_test(shm_test_after_close),
+		cmocka_unit_test(sock_listener_shells),
+		cmocka_unit_test(shm_listener_shells),
+		cmocka_unit_test(auto_listener_shells),
+		/* last: it installs its logger */
+		cmocka_unit_test(plugin_reused_wrapper),
 	};
 
 	rw_test_log_install();

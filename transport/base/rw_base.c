@@ -210,3 +210,29 @@ struct rw_list *rw_grave_reuse(struct rw_grave *g)
 {
 	return g->n >= g->max ? rw_grave_pop(g) : NULL;
 }
+
+void *rw_grave_alloc(struct rw_grave *g, pthread_mutex_t *lock, size_t size, size_t link_off,
+		     size_t obj_off)
+{
+	struct rw_list *shell;
+	struct rw_obj obj;
+	char *p;
+
+	if (lock)
+		pthread_mutex_lock(lock);
+	shell = rw_grave_reuse(g);
+	if (lock)
+		pthread_mutex_unlock(lock);
+	if (shell) {
+		p = (char *)shell - link_off;
+		obj = *(struct rw_obj *)(p + obj_off);
+		memset(p, 0, size);
+		memcpy(p + obj_off, &obj, sizeof(obj));
+	} else {
+		p = calloc(1, size);
+		if (!p)
+			return NULL;
+	}
+	rw_list_init((struct rw_list *)(p + link_off));
+	return p;
+}

@@ -36,6 +36,7 @@
 #ifndef RW_BASE_H
 #define RW_BASE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -237,5 +238,14 @@ void rw_grave_bury(struct rw_grave *g, struct rw_list *link);
 struct rw_list *rw_grave_reuse(struct rw_grave *g);
 /** Any shell, unlinked, or NULL when none is left (destroy frees them). */
 struct rw_list *rw_grave_pop(struct rw_grave *g);
+/**
+ * Memory for a new object of size bytes whose rw_list link and rw_obj are
+ * at link_off and obj_off: the oldest shell of g once it is full (zeroed
+ * but for its rw_obj, so its generation goes on), else calloc()ed; NULL
+ * when out of memory.  The link is unlinked (an empty list); the object is
+ * not opened.  lock (may be NULL) guards g.
+ */
+void *rw_grave_alloc(struct rw_grave *g, pthread_mutex_t *lock, size_t size, size_t link_off,
+		     size_t obj_off);
 
 #endif /* RW_BASE_H */

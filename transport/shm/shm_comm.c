@@ -18,7 +18,7 @@
 int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **out)
 {
 	/* A full graveyard gives its oldest shell: closed comms cost no more
-	 * than RW_SHM_MAX_SHELLS shells however many come and go. */
+	 * than RW_GRAVE_MAX shells however many come and go. */
 	struct rw_list *shell = rw_shm_unbury(net, &net->dead_comms);
 	struct rw_shm_comm *c;
 

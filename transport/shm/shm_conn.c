@@ -123,22 +123,12 @@ static void set_peer_name(struct rw_shm_comm *c)
 /* A new listener: the oldest shell once the graveyard is full, else new memory. */
 static struct rw_shm_listen *listen_alloc(struct rw_shm_net *net)
 {
-	struct rw_list *shell = rw_shm_unbury(net, &net->dead_listeners);
-	struct rw_shm_listen *l;
-	struct rw_obj obj;
+	struct rw_shm_listen *l = rw_grave_alloc(&net->dead_listeners, &net->lock, sizeof(*l),
+						 offsetof(struct rw_shm_listen, link),
+						 offsetof(struct rw_shm_listen, obj));
 
-	if (shell) {
-		l = rw_list_entry(shell, struct rw_shm_listen, link);
-		obj = l->obj;
-		memset(l, 0, sizeof(*l));
-		l->obj = obj;
-	} else {
-		l = calloc(1, sizeof(*l));
-		if (!l)
-			return NULL;
-	}
-	rw_list_init(&l->link);
-	rw_obj_open(&l->obj, RW_SHM_LISTEN_MAGIC);
+	if (l)
+		rw_obj_open(&l->obj, RW_SHM_LISTEN_MAGIC);
 	return l;
 }
 

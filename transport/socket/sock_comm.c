@@ -20,17 +20,15 @@ struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t kind, 
 	struct rw_slab reqs;
 
 	/* A full graveyard gives its oldest shell: closed comms cost no more
-	 * than RW_SOCK_MAX_SHELLS shells however many come and go. */
+	 * than RW_GRAVE_MAX shells however many come and go. */
+	struct rw_list *shell;
+
 	pthread_mutex_lock(&net->lock);
-	if (net->ndead_comms >= RW_SOCK_MAX_SHELLS) {
-		c = rw_container_of(net->dead_comms.next, struct rw_sock_comm, link);
-		rw_sock_list_del(&c->link);
-		net->ndead_comms--;
-	}
+	shell = rw_grave_reuse(&net->dead_comms);
 	pthread_mutex_unlock(&net->lock);
-	if (c) {
+	if (shell) {
 		/* The shell keeps its generation and its (free) requests. */
-		rw_sock_shells_add(-1);
+		c = rw_list_entry(shell, struct rw_sock_comm, link);
 		free(c->conn);
 		pthread_mutex_destroy(&c->mr_lock);
 		obj = c->obj;
@@ -106,8 +104,6 @@ void rw_sock_comm_free(struct rw_sock_comm *c)
 	rw_slab_fini(&c->reqs);
 	if (rw_obj_state(&c->obj) == RW_OBJ_OPEN)
 		rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);
-	else
-		rw_sock_shells_add(-1);
 	free(c);
 }
 
@@ -217,11 +213,8 @@ void rw_sock_comm_close(struct rw_sock_comm *c)
 	rw_obj_close(&c->obj);
 	rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);
 	pthread_mutex_lock(&sn->lock);
-	rw_sock_list_del(&c->link);
-	rw_sock_list_add(&sn->dead_comms, &c->link);
-	sn->ndead_comms++;
+	rw_grave_bury(&sn->dead_comms, &c->link);
 	pthread_mutex_unlock(&sn->lock);
-	rw_sock_shells_add(1);
 }
 
 static int close_comm(struct rw_net_comm *comm, uint32_t magic, const char *call)

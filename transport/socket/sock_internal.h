@@ -13,13 +13,14 @@
  *   sock_stream.c   helper threads, one per stream, and their op rings
  *
  * Ownership.  The rw_sock_net owns every listener and comm it created; a
- * closed comm or listener keeps a small shell on the net's graveyard lists
- * (so that a late call on it gets -EBADF instead of touching freed memory)
- * until rw_net_destroy().  Once RW_SOCK_MAX_SHELLS comm shells are kept, a
- * new comm reuses the oldest one (so at most that many plus the comms open
- * at once are kept) (never freed, so a very old stale
- * handle reads valid memory, but may name the new comm).  A comm owns its streams, helper threads,
- * request slabs and registrations; they are freed by close_send/close_recv.
+ * closed comm or listener keeps a small shell (its rw_obj closed,
+ * transport/base/rw_base.h) on one of the net's graveyards (so that a late
+ * call on it gets -EBADF instead of touching freed memory) until
+ * rw_net_destroy().  Once RW_GRAVE_MAX shells of a type are kept, a new
+ * object reuses the oldest (never freed, so a very old stale handle reads
+ * valid memory, but may name the new object).  A comm owns its streams,
+ * helper threads and registrations, freed by close_send/close_recv; its
+ * request slab stays with the shell (a late test() reads a free request).
  *
  * Threads.  The calling thread (NCCL's progress thread) owns everything of a
  * comm but the op rings of streams 1..n-1, which it shares with their helper
@@ -59,7 +60,6 @@ static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "one entry per buffer of a 
 #define RW_SOCK_MAX_ASMS   16		/* connections with streams missing */
 #define RW_SOCK_MAX_COMMS  65536	/* what get_properties promises */
 #define RW_SOCK_MAX_BYTES  (1ull << 40) /* max_p2p_bytes: NCCL checks <= 1 TiB */
-#define RW_SOCK_MAX_SHELLS 64		/* closed comm shells kept; then the oldest is reused */
 /* Listener limits (sock_listen.c) */
 #define RW_SOCK_CANDS_PER_HOST 16    /* of RW_SOCK_MAX_CANDS, from one source address */
 #define RW_SOCK_DROP_WARNS     8     /* drop warnings per listener per window ... */
@@ -75,7 +75,6 @@ enum rw_sock_magic {
 	RW_SOCK_LISTEN_MAGIC = 0x4c4b5357, /* open listener */
 	RW_SOCK_SEND_MAGIC = 0x534b5357,   /* send comm, connecting or open */
 	RW_SOCK_RECV_MAGIC = 0x524b5357,   /* recv comm */
-	RW_SOCK_DEAD_MAGIC = 0x444b5357,   /* closed listener: only a shell is left */
 	RW_SOCK_MR_MAGIC = 0x4d4b5357,
 	RW_SOCK_REQ_MAGIC = 0x514b5357,
 };
@@ -99,12 +98,17 @@ enum rw_sock_live_kind {
 	RW_SOCK_LIVE_MRS,
 	RW_SOCK_LIVE_THREADS,
 	RW_SOCK_LIVE_FDS,
+	RW_SOCK_LIVE_SHELLS, /* closed comm shells kept (rw_sock_live_shells(); not live) */
 	RW_SOCK_LIVE_COUNT
 };
 
-void rw_sock_live_add(enum rw_sock_live_kind kind, long delta);
-/* Closed comm shells kept on graveyards (rw_sock_live_shells()). */
-void rw_sock_shells_add(long delta);
+/** The table (transport/base/rw_base.h), defined in sock_util.c. */
+extern struct rw_live rw_sock_live;
+
+static inline void rw_sock_live_add(enum rw_sock_live_kind kind, long delta)
+{
+	rw_live_bump(&rw_sock_live, (int)kind, delta);
+}
 
 /* --- devices and the transport instance ----------------------------------- */
 
@@ -123,9 +127,8 @@ struct rw_sock_net {
 	struct rw_sock_link comms;	/* open comms */
 	struct rw_sock_link connecting; /* send comms whose connect is under way */
 	struct rw_sock_link listeners;	/* open listeners */
-	struct rw_sock_link dead_comms; /* shells of closed comms, oldest first */
-	int ndead_comms;		/* on dead_comms */
-	struct rw_sock_link dead_listeners;
+	struct rw_grave dead_comms;	/* shells of closed comms (RW_GRAVE_MAX) */
+	struct rw_grave dead_listeners; /* and of closed listeners */
 	int ndev;
 	struct rw_sock_dev devs[RW_SOCK_MAX_DEVS];
 };
@@ -153,8 +156,8 @@ struct rw_sock_asm {
 
 struct rw_sock_listen {
 	struct rw_net_listen base;
-	struct rw_tcp_gate gate; /* sockets owing their hello (tcp_gate.c's policy) */
-	uint32_t magic;
+	struct rw_obj obj;	  /* RW_SOCK_LISTEN_MAGIC */
+	struct rw_tcp_gate gate;  /* sockets owing their hello (tcp_gate.c's policy) */
 	struct rw_sock_link link; /* net->listeners, then net->dead_listeners */
 	struct rw_sock_net *net;
 	int fd;

@@ -75,9 +75,12 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 		RW_WARN(RW_LOG_NET, "socket: listen(dev=%d): %d devices", dev, sn->ndev);
 		return -EINVAL;
 	}
-	l = calloc(1, sizeof(*l));
+	l = rw_grave_alloc(&sn->dead_listeners, &sn->lock, sizeof(*l),
+			   offsetof(struct rw_sock_listen, link),
+			   offsetof(struct rw_sock_listen, obj));
 	if (!l)
 		return -ENOMEM;
+	rw_obj_open(&l->obj, RW_SOCK_LISTEN_MAGIC);
 	sa = sn->devs[dev].addr;
 	rc = rw_sock_socket(sa.ss_family, &fd);
 	if (rc) {
@@ -98,7 +101,6 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 		goto err_close_fd;
 	}
 	l->base.net = net;
-	l->magic = RW_SOCK_LISTEN_MAGIC;
 	l->net = sn;
 	l->fd = fd;
 	l->nonce = rw_sock_random64();
@@ -122,7 +124,11 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 err_close_fd:
 	rw_sock_close(&fd);
 err_free:
-	free(l);
+	/* never handed out, but perhaps a reused shell: back to the graveyard */
+	rw_obj_close(&l->obj);
+	pthread_mutex_lock(&sn->lock);
+	rw_grave_bury(&sn->dead_listeners, &l->link);
+	pthread_mutex_unlock(&sn->lock);
 	return rc;
 }
 
@@ -325,9 +331,10 @@ int rw_sock_accept(struct rw_net_listen *listen_comm, struct rw_net_comm **recv_
 	if (!listen_comm || !recv_comm)
 		return -EINVAL;
 	l = rw_container_of(listen_comm, struct rw_sock_listen, base);
-	if (l->magic != RW_SOCK_LISTEN_MAGIC) {
+	rc = rw_obj_check(&l->obj, RW_SOCK_LISTEN_MAGIC);
+	if (rc) {
 		RW_WARN(RW_LOG_NET, "socket: accept on a %s listener",
-			l->magic == RW_SOCK_DEAD_MAGIC ? "closed" : "foreign");
+			rc == -EBADF ? "closed" : "foreign");
 		return -EBADF;
 	}
 	rw_tcp_gate_tick(&l->gate, rw_now_ms());
@@ -366,17 +373,16 @@ int rw_sock_close_listen(struct rw_net_listen *listen_comm)
 	if (!listen_comm)
 		return -EINVAL;
 	l = rw_container_of(listen_comm, struct rw_sock_listen, base);
-	if (l->magic != RW_SOCK_LISTEN_MAGIC)
+	if (rw_obj_check(&l->obj, RW_SOCK_LISTEN_MAGIC))
 		return -EBADF;
 	sn = l->net;
 	rw_tcp_gate_fini(&l->gate);
 	while (!rw_sock_list_empty(&l->asms))
 		asm_drop(l, rw_container_of(l->asms.next, struct rw_sock_asm, link));
 	rw_sock_close(&l->fd);
-	l->magic = RW_SOCK_DEAD_MAGIC;
+	rw_obj_close(&l->obj);
 	pthread_mutex_lock(&sn->lock);
-	rw_sock_list_del(&l->link);
-	rw_sock_list_add(&sn->dead_listeners, &l->link);
+	rw_grave_bury(&sn->dead_listeners, &l->link);
 	pthread_mutex_unlock(&sn->lock);
 	rw_sock_live_add(RW_SOCK_LIVE_LISTENERS, -1);
 	return 0;

@@ -93,6 +93,7 @@ static void sock_destroy(struct rw_net *net)
 {
 	struct rw_sock_net *sn = rw_sock_net_from(net);
 	int open_comms = 0, open_listeners = 0;
+	struct rw_list *shell;
 
 	/* Objects the caller forgot: close them so nothing leaks. */
 	while (!rw_sock_list_empty(&sn->connecting)) {
@@ -118,20 +119,10 @@ static void sock_destroy(struct rw_net *net)
 			"socket: destroy with %d comm(s) and %d listener(s) still open; closed "
 			"them",
 			open_comms, open_listeners);
-	while (!rw_sock_list_empty(&sn->dead_comms)) {
-		struct rw_sock_comm *c =
-			rw_container_of(sn->dead_comms.next, struct rw_sock_comm, link);
-
-		rw_sock_list_del(&c->link);
-		rw_sock_comm_free(c);
-	}
-	while (!rw_sock_list_empty(&sn->dead_listeners)) {
-		struct rw_sock_listen *l =
-			rw_container_of(sn->dead_listeners.next, struct rw_sock_listen, link);
-
-		rw_sock_list_del(&l->link);
-		rw_sock_listen_free(l);
-	}
+	while ((shell = rw_grave_pop(&sn->dead_comms)))
+		rw_sock_comm_free(rw_list_entry(shell, struct rw_sock_comm, link));
+	while ((shell = rw_grave_pop(&sn->dead_listeners)))
+		rw_sock_listen_free(rw_list_entry(shell, struct rw_sock_listen, link));
 	for (int i = 0; i < sn->ndev; i++)
 		free(sn->devs[i].pci_path);
 	pthread_mutex_destroy(&sn->lock);
@@ -199,8 +190,8 @@ int rw_sock_create(const struct rw_config *cfg, struct rw_net **out)
 	rw_sock_list_init(&sn->comms);
 	rw_sock_list_init(&sn->connecting);
 	rw_sock_list_init(&sn->listeners);
-	rw_sock_list_init(&sn->dead_comms);
-	rw_sock_list_init(&sn->dead_listeners);
+	rw_grave_init(&sn->dead_comms, RW_GRAVE_MAX, &rw_sock_live, RW_SOCK_LIVE_SHELLS);
+	rw_grave_init(&sn->dead_listeners, RW_GRAVE_MAX, NULL, 0);
 	sn->ndev = (int)nsel;
 	for (int i = 0; i < sn->ndev; i++) {
 		struct rw_sock_dev *d = &sn->devs[i];

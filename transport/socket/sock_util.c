@@ -10,47 +10,33 @@
 #include "transport/socket/sock_internal.h"
 #include "transport/tcp/rw_tcp.h"
 
-static atomic_long live[RW_SOCK_LIVE_COUNT];
-
-void rw_sock_live_add(enum rw_sock_live_kind kind, long delta)
-{
-	atomic_fetch_add_explicit(&live[kind], delta, memory_order_relaxed);
-}
+struct rw_live rw_sock_live = {.name = "socket", .nkinds = RW_SOCK_LIVE_COUNT};
 
 void rw_sock_live_objects(struct rw_sock_live *out)
 {
+	const struct rw_live *t = &rw_sock_live;
+
 	if (!out)
 		return;
 	*out = (struct rw_sock_live){
-		.nets = atomic_load(&live[RW_SOCK_LIVE_NETS]),
-		.listeners = atomic_load(&live[RW_SOCK_LIVE_LISTENERS]),
-		.comms = atomic_load(&live[RW_SOCK_LIVE_COMMS]),
-		.reqs = atomic_load(&live[RW_SOCK_LIVE_REQS]),
-		.mrs = atomic_load(&live[RW_SOCK_LIVE_MRS]),
-		.threads = atomic_load(&live[RW_SOCK_LIVE_THREADS]),
-		.fds = atomic_load(&live[RW_SOCK_LIVE_FDS]),
+		.nets = rw_live_get(t, RW_SOCK_LIVE_NETS),
+		.listeners = rw_live_get(t, RW_SOCK_LIVE_LISTENERS),
+		.comms = rw_live_get(t, RW_SOCK_LIVE_COMMS),
+		.reqs = rw_live_get(t, RW_SOCK_LIVE_REQS),
+		.mrs = rw_live_get(t, RW_SOCK_LIVE_MRS),
+		.threads = rw_live_get(t, RW_SOCK_LIVE_THREADS),
+		.fds = rw_live_get(t, RW_SOCK_LIVE_FDS),
 	};
-}
-
-static atomic_long shells;
-
-void rw_sock_shells_add(long delta)
-{
-	atomic_fetch_add_explicit(&shells, delta, memory_order_relaxed);
 }
 
 long rw_sock_live_shells(void)
 {
-	return atomic_load(&shells);
+	return rw_live_get(&rw_sock_live, RW_SOCK_LIVE_SHELLS);
 }
 
 long rw_sock_live_total(void)
 {
-	long sum = 0;
-
-	for (int i = 0; i < RW_SOCK_LIVE_COUNT; i++)
-		sum += atomic_load(&live[i]);
-	return sum;
+	return rw_live_sum(&rw_sock_live, 1u << RW_SOCK_LIVE_SHELLS);
 }
 
 int rw_sock_socket(int family, int *fd)
