@@ -96,15 +96,9 @@ static void side_open(struct rp_ctl *ctl, struct pside *s, size_t len, int recv)
 		h_version);
 }
 
-static void close_other(struct pside *s)
+static void close_comm(struct pside *s, int recv)
 {
-	(void)(s->recv ? h_close_send(s->l.send[0]) : h_close_recv(s->l.recv[0]));
-}
-
-static void side_end(struct pside *s)
-{
-	h_child_finalize(s->ctx);
-	free(s->buf);
+	(void)(recv ? h_close_recv(s->l.recv[0]) : h_close_send(s->l.send[0]));
 }
 
 /* The survivor, done: a failed comm answers the next irecv / isend at once
@@ -125,9 +119,10 @@ static void survivor_end(struct rp_ctl *ctl, struct pside *s)
 	if (!s->pc->kill)
 		rp_ctl_send(ctl->out, "d", 1);
 	(void)h_dereg_mr(s->data, s->mh);
-	(void)(s->recv ? h_close_recv(s->data) : h_close_send(s->data));
-	close_other(s);
-	side_end(s);
+	close_comm(s, s->recv);
+	close_comm(s, !s->recv);
+	h_child_finalize(s->ctx);
+	free(s->buf);
 }
 
 /* The dying process waits for SIGKILL, bounded. */
@@ -149,11 +144,12 @@ static void peer_go(struct rp_ctl *ctl, struct pside *s)
 	if (s->pc->kill)
 		wait_to_be_killed(ctl);
 	t = rw_now_ns();
-	(void)(s->recv ? h_close_recv(s->data) : h_close_send(s->data));
+	close_comm(s, s->recv);
 	rp_ctl_send(ctl->out, &t, sizeof(t));
 	rp_ctl_recv(ctl->in, &c, 1);
-	close_other(s);
-	side_end(s);
+	close_comm(s, !s->recv);
+	h_child_finalize(s->ctx);
+	free(s->buf);
 }
 
 /* In the survivor's loop: learn when the peer went; fail if something is
