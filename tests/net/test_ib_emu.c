@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/rw_common.h"
+#include "transport/base/rw_base.h"
 #include "transport/ib/ib.h"
 
 #define WAIT_MS	   10000
@@ -651,6 +652,65 @@ static void link_layers_must_match(void **state)
 	rw_net_destroy(rx);
 }
 
+/* test() on a request of a closed comm reads a free request of the
+ * comm's shell, not freed memory (its slab stays with the shell). */
+static void stale_request_after_close(void **state)
+{
+	struct rw_net *net = net_new(roce, NULL);
+	char sb[64] = "stale", rb[64];
+	struct rw_net_mr *smr, *rmr;
+	struct pair p;
+	struct op ops[2];
+	size_t sizes[RW_NET_MAX_RECVS];
+	int done = 0;
+
+	(void)state;
+	assert_int_equal(pair_open(net, net, &p), 0);
+	assert_int_equal(rw_net_reg_mr(p.s, sb, sizeof(sb), RW_PTR_HOST, &smr), 0);
+	assert_int_equal(rw_net_reg_mr(p.r, rb, sizeof(rb), RW_PTR_HOST, &rmr), 0);
+	post_recv(p.r, rb, sizeof(rb), rmr, &ops[1]);
+	post_send(p.s, sb, sizeof(sb), smr, &ops[0]);
+	assert_true(drive(&ops[1], 1, WAIT_MS));
+	assert_int_equal(ops[1].rc, 0);
+	pair_close(&p); /* the send request was never tested: closing cancelled it */
+	assert_int_not_equal(rw_net_test(ops[0].req, &done, sizes), 0);
+	assert_int_not_equal(rw_net_test(ops[1].req, &done, sizes), 0);
+	assert_int_equal(done, 0);
+	rw_net_destroy(net);
+}
+
+/* Closed comms and listeners keep at most RW_GRAVE_MAX shells each (the ib
+ * graveyard was unbounded): later ones reuse the oldest. */
+static void shells_bounded(void **state)
+{
+	enum { CYCLES = RW_GRAVE_MAX + 16 };
+	static struct rw_net_comm *seen[2 * CYCLES];
+	struct rw_net *net = net_new(roce, NULL);
+	struct pair p;
+	int distinct = 0;
+
+	(void)state;
+	for (int i = 0; i < CYCLES; i++) {
+		struct rw_net_comm *both[2];
+
+		assert_int_equal(pair_open(net, net, &p), 0);
+		both[0] = p.s;
+		both[1] = p.r;
+		for (int k = 0; k < 2; k++) {
+			bool known = false;
+
+			for (int j = 0; j < distinct && !known; j++)
+				known = seen[j] == both[k];
+			if (!known)
+				seen[distinct++] = both[k];
+		}
+		pair_close(&p);
+		assert_int_equal(rw_net_close_send(p.s), -EBADF); /* stale: closed */
+	}
+	assert_true(distinct <= RW_GRAVE_MAX + 2);
+	rw_net_destroy(net);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -668,6 +728,8 @@ int main(void)
 		CASE(dmabuf_registration),
 		CASE(registration_cache),
 		CASE(link_layers_must_match),
+		CASE(stale_request_after_close),
+		CASE(shells_bounded),
 #undef CASE
 	};
 

@@ -23,7 +23,7 @@ void rw_ib_comm_fail(struct rw_ib_comm *c, int rc)
 
 struct rw_ib_comm *rw_ib_comm_by_qp(struct rw_ib_net *net, const struct ibv_qp *qp)
 {
-	for (struct rw_ib_link *l = net->comms.next; l != &net->comms; l = l->next) {
+	for (struct rw_list *l = net->comms.next; l != &net->comms; l = l->next) {
 		struct rw_ib_comm *c = rw_container_of(l, struct rw_ib_comm, link);
 
 		for (int i = 0; i < c->nqps; i++)
@@ -212,19 +212,67 @@ static void comm_free(struct rw_ib_comm *c)
 	rw_close_fd(&c->fd);
 }
 
+static const uint32_t comm_kinds[2] = {RW_IB_SEND_MAGIC, RW_IB_RECV_MAGIC};
+
+int rw_ib_comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm **out)
+{
+	struct rw_ib_comm *c;
+	int rc;
+
+	if (!base)
+		return -EINVAL;
+	c = rw_ib_comm_from(base);
+	rc = rw_obj_check_any(&c->obj, comm_kinds, 2);
+	if (rc == 0 && kind && c->obj.kind != kind)
+		rc = -EINVAL;
+	if (rc == 0)
+		*out = c;
+	return rc;
+}
+
 /* Give a closed or failed comm back: its resources go, the shell stays. */
 void rw_ib_comm_bury(struct rw_ib_net *net, struct rw_ib_comm *c, bool listed)
 {
 	pthread_mutex_lock(&net->lock);
 	if (listed)
-		rw_ib_list_del(&c->link);
-	c->magic = RW_IB_DEAD_MAGIC;
+		rw_list_del(&c->link);
+	rw_obj_close(&c->obj);
 	pthread_mutex_unlock(&net->lock);
 	comm_free(c);
 	pthread_mutex_lock(&net->lock);
-	rw_ib_list_add(&net->dead_comms, &c->link);
+	rw_grave_bury(&net->dead_comms, &c->link);
 	pthread_mutex_unlock(&net->lock);
 	rw_ib_live_add(RW_IB_LIVE_COMMS, -1);
+}
+
+/* A new comm: the oldest shell once the graveyard is full (its generation
+ * and its free requests go on), else new memory. */
+static struct rw_ib_comm *comm_alloc(struct rw_ib_net *net)
+{
+	struct rw_ib_comm *c;
+	struct rw_list *shell;
+
+	pthread_mutex_lock(&net->lock);
+	shell = rw_grave_reuse(&net->dead_comms);
+	pthread_mutex_unlock(&net->lock);
+	if (shell) {
+		struct rw_obj obj;
+		struct rw_slab reqs;
+
+		c = rw_list_entry(shell, struct rw_ib_comm, link);
+		pthread_mutex_destroy(&c->mr_lock);
+		obj = c->obj;
+		reqs = c->reqs;
+		memset(c, 0, sizeof(*c));
+		c->obj = obj;
+		c->reqs = reqs;
+		return c;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c)
+		rw_slab_init(&c->reqs, sizeof(struct rw_ib_req), offsetof(struct rw_ib_req, obj),
+			     RW_IB_REQ_MAGIC, RW_IB_REQS, RW_IB_REQS);
+	return c;
 }
 
 /* A comm with its CQ, QPs in INIT, and its FIFO (send) or CTS staging and
@@ -233,13 +281,13 @@ int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const ch
 		   struct rw_ib_comm **out)
 {
 	struct rw_ib_dev *d = &net->devs[dev];
-	struct rw_ib_comm *c = calloc(1, sizeof(*c));
+	struct rw_ib_comm *c = comm_alloc(net);
 	int cqe, rc;
 
 	if (!c)
 		return -ENOMEM;
 	c->base.net = &net->base;
-	c->magic = send ? RW_IB_SEND_MAGIC : RW_IB_RECV_MAGIC;
+	rw_obj_open(&c->obj, send ? RW_IB_SEND_MAGIC : RW_IB_RECV_MAGIC);
 	c->net = net;
 	c->dev = d;
 	c->fd = -1;
@@ -250,12 +298,9 @@ int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const ch
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	snprintf(c->peer_gid, sizeof(c->peer_gid), "?");
 	pthread_mutex_init(&c->mr_lock, NULL);
-	rw_ib_list_init(&c->mrs);
-	rw_ib_list_init(&c->link);
+	rw_list_init(&c->mrs);
+	rw_list_init(&c->link);
 	rw_ib_live_add(RW_IB_LIVE_COMMS, 1);
-	rc = rw_ib_reqs_init(c);
-	if (rc)
-		goto err_free;
 	cqe = nqps * (RW_IB_SQ_DEPTH + (send ? 0 : RW_IB_RQ_DEPTH)) + 2 * RW_IB_FIFO_SLOTS;
 	c->cq = net->v.create_cq(d->hca->ctx, cqe, NULL, NULL, 0);
 	if (!c->cq) {
@@ -306,19 +351,14 @@ int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const ch
 	return 0;
 
 err_free:
-	comm_free(c);
-	pthread_mutex_destroy(&c->mr_lock);
-	free(c);
-	rw_ib_live_add(RW_IB_LIVE_COMMS, -1);
+	rw_ib_comm_discard(c);
 	return rc;
 }
 
+/* Never handed out, but perhaps a reused shell: back to the graveyard. */
 void rw_ib_comm_discard(struct rw_ib_comm *c)
 {
-	comm_free(c);
-	pthread_mutex_destroy(&c->mr_lock);
-	free(c);
-	rw_ib_live_add(RW_IB_LIVE_COMMS, -1);
+	rw_ib_comm_bury(c->net, c, false);
 }
 
 void rw_ib_info_fill(const struct rw_ib_comm *c, uint64_t nonce, struct rw_ib_conn_info *m)
@@ -392,7 +432,7 @@ void rw_ib_comm_announce(struct rw_ib_comm *c)
 	RW_INFO(RW_LOG_NET,
 		"NET/IB: %s: %s comm with peer %s (GID %s, LID %u, QPN %#x%s), "
 		"%d QP(s), MTU %s",
-		c->dev->name, c->magic == RW_IB_SEND_MAGIC ? "send" : "receive", c->peer,
+		c->dev->name, c->obj.kind == RW_IB_SEND_MAGIC ? "send" : "receive", c->peer,
 		c->peer_gid, c->peer_lid, c->rqpn[0], c->nqps > 1 ? "..." : "", c->nqps,
 		rw_ibv_mtu_str(c->mtu));
 }
@@ -402,14 +442,10 @@ void rw_ib_comm_announce(struct rw_ib_comm *c)
 static int close_comm(struct rw_net_comm *base, uint32_t kind)
 {
 	struct rw_ib_comm *c;
+	int rc = rw_ib_comm_check(base, kind, &c);
 
-	if (!base)
-		return -EINVAL;
-	c = rw_ib_comm_from(base);
-	if (c->magic == RW_IB_DEAD_MAGIC)
-		return -EBADF;
-	if (c->magic != kind)
-		return -EINVAL;
+	if (rc)
+		return rc;
 	rw_ib_comm_bury(c->net, c, true);
 	return 0;
 }

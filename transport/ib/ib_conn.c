@@ -88,15 +88,16 @@ int rw_ib_listen(struct rw_net *base, int dev, void *handle, struct rw_net_liste
 
 	if (!handle || !out || dev < 0 || dev >= net->ndev)
 		return -EINVAL;
-	l = calloc(1, sizeof(*l));
+	l = rw_grave_alloc(&net->dead_listeners, &net->lock, sizeof(*l),
+			   offsetof(struct rw_ib_listen, link), offsetof(struct rw_ib_listen, obj));
 	if (!l)
 		return -ENOMEM;
+	rw_obj_open(&l->obj, RW_IB_LISTEN_MAGIC);
 	l->base.net = base;
-	l->magic = RW_IB_LISTEN_MAGIC;
 	l->net = net;
 	l->dev = dev;
 	l->nonce = rw_ib_random64();
-	rw_ib_list_init(&l->cands);
+	rw_list_init(&l->cands);
 	l->fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->fd < 0) {
 		rc = -errno;
@@ -127,7 +128,7 @@ int rw_ib_listen(struct rw_net *base, int dev, void *handle, struct rw_net_liste
 	memset(handle, 0, RW_NET_HANDLE_MAXSIZE);
 	memcpy(handle, &h, sizeof(h));
 	pthread_mutex_lock(&net->lock);
-	rw_ib_list_add(&net->listeners, &l->link);
+	rw_list_add(&net->listeners, &l->link);
 	pthread_mutex_unlock(&net->lock);
 	rw_ib_live_add(RW_IB_LIVE_LISTENERS, 1);
 	*out = &l->base;
@@ -137,7 +138,11 @@ err_log:
 	RW_WARN(RW_LOG_NET, "NET/IB: %s: listen on %s failed: %s", net->devs[dev].name,
 		net->boot_str, strerror(-rc));
 	rw_close_fd(&l->fd);
-	free(l);
+	/* never handed out, but perhaps a reused shell: back to the graveyard */
+	rw_obj_close(&l->obj);
+	pthread_mutex_lock(&net->lock);
+	rw_grave_bury(&net->dead_listeners, &l->link);
+	pthread_mutex_unlock(&net->lock);
 	return rc;
 }
 
@@ -145,14 +150,14 @@ static struct rw_ib_listen *listen_of(struct rw_net_listen *base)
 {
 	struct rw_ib_listen *l = rw_container_of(base, struct rw_ib_listen, base);
 
-	return l->magic == RW_IB_LISTEN_MAGIC ? l : NULL;
+	return rw_obj_check(&l->obj, RW_IB_LISTEN_MAGIC) == 0 ? l : NULL;
 }
 
 static void cand_drop(struct rw_ib_listen *l, struct rw_ib_cand *k, const char *why, int err)
 {
 	RW_WARN(RW_LOG_NET, "NET/IB: %s: dropping connection from %s: %s%s%s", l->addr, k->peer,
 		why, err ? ": " : "", err ? strerror(err) : "");
-	rw_ib_list_del(&k->link);
+	rw_list_del(&k->link);
 	l->ncands--;
 	rw_close_fd(&k->fd);
 	if (k->comm)
@@ -187,7 +192,7 @@ static void accept_new(struct rw_ib_listen *l)
 		k->state = RW_IB_CAND_RECV;
 		k->deadline_ms = rw_now_ms() + (uint64_t)l->net->base.cfg.timeout_ms;
 		rw_ib_addr_str(&sa, k->peer, sizeof(k->peer));
-		rw_ib_list_add(&l->cands, &k->link);
+		rw_list_add(&l->cands, &k->link);
 		if (++l->ncands > RW_IB_MAX_CANDS)
 			cand_drop(l, rw_container_of(l->cands.next, struct rw_ib_cand, link),
 				  "too many connections in set-up", 0);
@@ -257,7 +262,7 @@ static int cand_step(struct rw_ib_listen *l, struct rw_ib_cand *k)
 int rw_ib_accept(struct rw_net_listen *base, struct rw_net_comm **out)
 {
 	struct rw_ib_listen *l = listen_of(base);
-	struct rw_ib_link *it, *nx;
+	struct rw_list *it, *nx;
 	uint64_t now = rw_now_ms();
 
 	if (!out || !base)
@@ -280,11 +285,11 @@ int rw_ib_accept(struct rw_net_listen *base, struct rw_net_comm **out)
 		c->fd = k->fd;
 		c->progress_ms = c->life_ms = rw_now_ms();
 		tcp_tune(c->fd, l->net->base.cfg.timeout_ms);
-		rw_ib_list_del(&k->link);
+		rw_list_del(&k->link);
 		l->ncands--;
 		free(k);
 		pthread_mutex_lock(&l->net->lock);
-		rw_ib_list_add(&l->net->comms, &c->link);
+		rw_list_add(&l->net->comms, &c->link);
 		pthread_mutex_unlock(&l->net->lock);
 		rw_ib_comm_announce(c);
 		*out = &c->base;
@@ -304,10 +309,10 @@ int rw_ib_close_listen(struct rw_net_listen *base)
 	if (!l)
 		return -EBADF;
 	net = l->net;
-	while (!rw_ib_list_empty(&l->cands)) {
+	while (!rw_list_empty(&l->cands)) {
 		struct rw_ib_cand *k = rw_container_of(l->cands.next, struct rw_ib_cand, link);
 
-		rw_ib_list_del(&k->link);
+		rw_list_del(&k->link);
 		rw_close_fd(&k->fd);
 		if (k->comm)
 			rw_ib_comm_discard(k->comm);
@@ -316,9 +321,8 @@ int rw_ib_close_listen(struct rw_net_listen *base)
 	l->ncands = 0;
 	rw_close_fd(&l->fd);
 	pthread_mutex_lock(&net->lock);
-	l->magic = RW_IB_DEAD_MAGIC;
-	rw_ib_list_del(&l->link);
-	rw_ib_list_add(&net->dead_listeners, &l->link);
+	rw_obj_close(&l->obj);
+	rw_grave_bury(&net->dead_listeners, &l->link);
 	pthread_mutex_unlock(&net->lock);
 	rw_ib_live_add(RW_IB_LIVE_LISTENERS, -1);
 	return 0;
@@ -328,7 +332,7 @@ int rw_ib_close_listen(struct rw_net_listen *base)
 
 static void connect_free(struct rw_ib_connect *k)
 {
-	rw_ib_list_del(&k->link);
+	rw_list_del(&k->link);
 	rw_close_fd(&k->fd);
 	if (k->comm)
 		rw_ib_comm_discard(k->comm);
@@ -344,7 +348,7 @@ static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_hand
 
 	if (!k)
 		return -ENOMEM;
-	rw_ib_list_init(&k->link);
+	rw_list_init(&k->link);
 	k->dev = dev;
 	k->h = *h;
 	k->fd = -1;
@@ -373,7 +377,7 @@ static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_hand
 	}
 	k->state = RW_IB_CONN_TCP;
 	pthread_mutex_lock(&net->lock);
-	rw_ib_list_add(&net->connecting, &k->link);
+	rw_list_add(&net->connecting, &k->link);
 	pthread_mutex_unlock(&net->lock);
 	*out = k;
 	return 0;
@@ -444,7 +448,7 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 	struct rw_ib_net *net = rw_ib_net_from(base);
 	struct rw_ib_connect *k = NULL;
 	struct rw_ib_handle h;
-	struct rw_ib_link *it;
+	struct rw_list *it;
 	struct rw_ib_comm *c;
 	int rc;
 
@@ -485,7 +489,7 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 		return 0;
 	}
 	pthread_mutex_lock(&net->lock);
-	rw_ib_list_del(&k->link);
+	rw_list_del(&k->link);
 	pthread_mutex_unlock(&net->lock);
 	if (rc < 0) {
 		connect_free(k);
@@ -496,7 +500,7 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 	c->progress_ms = c->life_ms = rw_now_ms();
 	free(k);
 	pthread_mutex_lock(&net->lock);
-	rw_ib_list_add(&net->comms, &c->link);
+	rw_list_add(&net->comms, &c->link);
 	pthread_mutex_unlock(&net->lock);
 	rw_ib_comm_announce(c);
 	*out = &c->base;
@@ -505,27 +509,23 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 
 void rw_ib_conn_destroy_all(struct rw_ib_net *net)
 {
-	while (!rw_ib_list_empty(&net->connecting))
+	struct rw_list *shell;
+
+	while (!rw_list_empty(&net->connecting))
 		connect_free(rw_container_of(net->connecting.next, struct rw_ib_connect, link));
-	while (!rw_ib_list_empty(&net->listeners))
+	while (!rw_list_empty(&net->listeners))
 		rw_ib_close_listen(
 			&rw_container_of(net->listeners.next, struct rw_ib_listen, link)->base);
-	while (!rw_ib_list_empty(&net->comms))
+	while (!rw_list_empty(&net->comms))
 		rw_ib_comm_bury(net, rw_container_of(net->comms.next, struct rw_ib_comm, link),
 				true);
-	while (!rw_ib_list_empty(&net->dead_comms)) {
-		struct rw_ib_comm *c =
-			rw_container_of(net->dead_comms.next, struct rw_ib_comm, link);
+	while ((shell = rw_grave_pop(&net->dead_comms))) {
+		struct rw_ib_comm *c = rw_list_entry(shell, struct rw_ib_comm, link);
 
-		rw_ib_list_del(&c->link);
 		pthread_mutex_destroy(&c->mr_lock);
+		rw_slab_fini(&c->reqs);
 		free(c);
 	}
-	while (!rw_ib_list_empty(&net->dead_listeners)) {
-		struct rw_ib_listen *l =
-			rw_container_of(net->dead_listeners.next, struct rw_ib_listen, link);
-
-		rw_ib_list_del(&l->link);
-		free(l);
-	}
+	while ((shell = rw_grave_pop(&net->dead_listeners)))
+		free(rw_list_entry(shell, struct rw_ib_listen, link));
 }

@@ -16,40 +16,23 @@
 
 /* --- requests --------------------------------------------------------------------- */
 
-int rw_ib_reqs_init(struct rw_ib_comm *c)
-{
-	c->reqs = calloc(RW_IB_REQS, sizeof(*c->reqs));
-	if (!c->reqs)
-		return -ENOMEM;
-	for (int i = RW_IB_REQS - 1; i >= 0; i--) {
-		c->reqs[i].next = c->free_reqs;
-		c->free_reqs = &c->reqs[i];
-	}
-	return 0;
-}
-
 void rw_ib_reqs_free(struct rw_ib_comm *c)
 {
-	if (!c->reqs)
-		return;
-	for (int i = 0; i < RW_IB_REQS; i++)
-		if (c->reqs[i].magic == RW_IB_REQ_MAGIC)
-			rw_ib_live_add(RW_IB_LIVE_REQS, -1);
-	free(c->reqs);
-	c->reqs = NULL;
-	c->free_reqs = NULL;
+	rw_ib_live_add(RW_IB_LIVE_REQS, -c->reqs.used);
+	rw_slab_reset(&c->reqs);
 }
 
 struct rw_ib_req *rw_ib_req_get(struct rw_ib_comm *c, enum rw_ib_req_kind kind)
 {
-	struct rw_ib_req *r = c->free_reqs;
+	struct rw_ib_req *r = rw_slab_get(&c->reqs);
+	struct rw_obj obj;
 
 	if (!r)
 		return NULL;
-	c->free_reqs = r->next;
+	obj = r->obj;
 	memset(r, 0, sizeof(*r));
+	r->obj = obj;
 	r->base.comm = &c->base;
-	r->magic = RW_IB_REQ_MAGIC;
 	r->kind = kind;
 	if (c->npending++ == 0)
 		c->progress_ms = rw_now_ms(); /* the clock starts with the first request */
@@ -61,9 +44,7 @@ struct rw_ib_req *rw_ib_req_get(struct rw_ib_comm *c, enum rw_ib_req_kind kind)
 void rw_ib_req_put(struct rw_ib_comm *c, struct rw_ib_req *r)
 {
 	c->nsends -= r->kind == RW_IB_REQ_SEND;
-	r->magic = 0;
-	r->next = c->free_reqs;
-	c->free_reqs = r;
+	rw_slab_put(&c->reqs, r);
 	c->npending--;
 	rw_ib_live_add(RW_IB_LIVE_REQS, -1);
 }

@@ -194,10 +194,10 @@ static int incomplete(const struct rw_ib_comm *c)
 {
 	int n = 0;
 
-	for (int i = 0; i < RW_IB_REQS; i++) {
-		const struct rw_ib_req *r = &c->reqs[i];
+	for (int i = 0; i < c->reqs.nitems; i++) {
+		const struct rw_ib_req *r = rw_slab_item(&c->reqs, i);
 
-		if (r->magic != RW_IB_REQ_MAGIC || r->rc)
+		if (rw_obj_state(&r->obj) != RW_OBJ_OPEN || r->rc)
 			continue;
 		switch (r->kind) {
 		case RW_IB_REQ_SEND:
@@ -302,17 +302,7 @@ static void idle_watch(struct rw_ib_comm *c, const char *call)
 /* A comm of the given kind: 0, -EINVAL (wrong kind) or -EBADF (closed). */
 static int comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm **out)
 {
-	struct rw_ib_comm *c;
-
-	if (!base)
-		return -EINVAL;
-	c = rw_ib_comm_from(base);
-	if (c->magic == RW_IB_DEAD_MAGIC)
-		return -EBADF;
-	if (c->magic != kind)
-		return -EINVAL;
-	*out = c;
-	return 0;
+	return rw_ib_comm_check(base, kind, out);
 }
 
 /*
@@ -587,8 +577,8 @@ int rw_ib_test(struct rw_net_req *base, int *done, size_t *sizes)
 	if (!base || !done)
 		return -EINVAL;
 	r = rw_container_of(base, struct rw_ib_req, base);
-	if (r->magic != RW_IB_REQ_MAGIC || !r->base.comm)
-		return -EINVAL;
+	if (rw_obj_check(&r->obj, RW_IB_REQ_MAGIC) || !r->base.comm)
+		return -EINVAL; /* completed (a free request of the slab) or foreign */
 	c = rw_ib_comm_from(r->base.comm);
 	comm_progress(c);
 	*done = 0;

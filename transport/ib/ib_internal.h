@@ -15,9 +15,12 @@
  *
  * Ownership.  The rw_ib_net owns the HCAs (context, PD, registration cache,
  * async thread) and every listener and comm; a closed comm or listener
- * keeps a small shell on the net's graveyard lists, so a late call on it
- * gets -EBADF, until rw_net_destroy().  A comm owns its QPs, CQ, FIFO or
- * CTS staging area, requests and rw_net_mr handles; close frees them.
+ * keeps a small shell (its rw_obj closed, transport/base/rw_base.h) on one
+ * of the net's graveyards, so a late call on it gets -EBADF, until
+ * rw_net_destroy(); once RW_GRAVE_MAX shells of a type are kept, a new
+ * object reuses the oldest.  A comm owns its QPs, CQ, FIFO or CTS staging
+ * area and rw_net_mr handles; close frees them.  Its request slab stays
+ * with the shell (a late test() reads a free request).
  *
  * Threads.  One comm's data path is driven by one thread at a time (the
  * caller's); reg_mr/dereg_mr may run beside it (the cache has its lock, a
@@ -60,24 +63,14 @@
 #define RW_IB_ADDRSTRLEN  72
 #define RW_IB_GIDSTRLEN	  48
 
-/* Object tags, checked on every entry point. */
+/* Object kinds (struct rw_obj), checked on every entry point. */
 enum rw_ib_magic {
 	RW_IB_LISTEN_MAGIC = 0x4c424952, /* open listener */
 	RW_IB_SEND_MAGIC = 0x53424952,	 /* send comm */
 	RW_IB_RECV_MAGIC = 0x52424952,	 /* recv comm */
-	RW_IB_DEAD_MAGIC = 0x44424952,	 /* closed: only a shell is left */
 	RW_IB_MR_MAGIC = 0x4d424952,
 	RW_IB_REQ_MAGIC = 0x51424952,
 };
-
-/* --- intrusive list: the base's (transport/base/rw_base.h); these names
- * stay until every file of the transport says rw_list --------------------- */
-
-#define rw_ib_link	 rw_list
-#define rw_ib_list_init	 rw_list_init
-#define rw_ib_list_empty rw_list_empty
-#define rw_ib_list_add	 rw_list_add
-#define rw_ib_list_del	 rw_list_del
 
 /* --- libibverbs (ib_verbs.c) --------------------------------------------------- */
 
@@ -190,9 +183,9 @@ struct rw_ib_net {
 	struct rw_net base;
 	struct rw_ibv v;
 	pthread_mutex_t lock; /* guards the lists */
-	struct rw_ib_link listeners, dead_listeners;
-	struct rw_ib_link comms, dead_comms;
-	struct rw_ib_link connecting; /* connects under way */
+	struct rw_list listeners, comms;
+	struct rw_grave dead_listeners, dead_comms; /* shells of closed ones */
+	struct rw_list connecting;		    /* connects under way */
 	int nhcas;
 	struct rw_ib_hca *hcas[RW_IB_MAX_HCAS];
 	int ndev;
@@ -215,7 +208,7 @@ uint64_t rw_ib_random64(void);
 
 /** An accepted TCP connection still in the set-up handshake. */
 struct rw_ib_cand {
-	struct rw_ib_link link;
+	struct rw_list link;
 	int fd;
 	int state; /* enum in ib_conn.c */
 	uint64_t deadline_ms;
@@ -227,20 +220,20 @@ struct rw_ib_cand {
 
 struct rw_ib_listen {
 	struct rw_net_listen base;
-	uint32_t magic;
-	struct rw_ib_link link; /* net->listeners, then dead_listeners */
+	struct rw_obj obj;   /* RW_IB_LISTEN_MAGIC */
+	struct rw_list link; /* net->listeners, then dead_listeners */
 	struct rw_ib_net *net;
 	int dev;
 	int fd;
 	uint64_t nonce;
 	char addr[RW_IB_ADDRSTRLEN];
 	int ncands;
-	struct rw_ib_link cands;
+	struct rw_list cands;
 };
 
 /** A connect under way, keyed by (dev, handle). */
 struct rw_ib_connect {
-	struct rw_ib_link link;
+	struct rw_list link;
 	int dev;
 	struct rw_ib_handle h;
 	int state; /* enum in ib_conn.c */
@@ -270,9 +263,9 @@ enum rw_ib_req_kind {
 
 struct rw_ib_req {
 	struct rw_net_req base;
-	uint32_t magic;
+	struct rw_obj obj; /* RW_IB_REQ_MAGIC: free in the slab, or open */
 	enum rw_ib_req_kind kind;
-	struct rw_ib_req *next; /* free list, or the send queue */
+	struct rw_ib_req *next; /* the send queue */
 	int rc;			/* an error of this request alone */
 	int pending;		/* completions still to come */
 	uint32_t seq;
@@ -294,8 +287,8 @@ struct rw_ib_req {
 
 struct rw_ib_comm {
 	struct rw_net_comm base;
-	uint32_t magic;
-	struct rw_ib_link link; /* net->comms, then dead_comms */
+	struct rw_obj obj;   /* SEND or RECV; closed: a shell */
+	struct rw_list link; /* net->comms, then dead_comms */
 	struct rw_ib_net *net;
 	struct rw_ib_dev *dev;
 	int fd;			     /* TCP: set-up, then the liveness probe */
@@ -319,9 +312,8 @@ struct rw_ib_comm {
 	int npending;	      /* requests handed out, not yet done */
 	int nsends;	      /* of which sends */
 	pthread_mutex_t mr_lock;
-	struct rw_ib_link mrs;	/* rw_ib_mr handles of this comm */
-	struct rw_ib_req *reqs; /* RW_IB_REQS of them */
-	struct rw_ib_req *free_reqs;
+	struct rw_list mrs;  /* rw_ib_mr handles of this comm */
+	struct rw_slab reqs; /* RW_IB_REQS of them; kept with the shell */
 	/* send side */
 	struct rw_ib_cts *fifo; /* [RW_IB_FIFO_SLOTS][RW_NET_MAX_RECVS] */
 	struct ibv_mr *fifo_mr;
@@ -359,10 +351,10 @@ struct rw_ib_reg {
 /** What reg_mr hands out. */
 struct rw_ib_mr {
 	struct rw_net_mr base;
-	uint32_t magic;
-	struct rw_ib_link link; /* comm->mrs */
-	struct rw_ib_reg *reg;	/* NULL for dma-buf registrations */
-	struct ibv_mr *own;	/* dma-buf: this handle's own MR */
+	struct rw_obj obj;     /* RW_IB_MR_MAGIC */
+	struct rw_list link;   /* comm->mrs */
+	struct rw_ib_reg *reg; /* NULL for dma-buf registrations */
+	struct ibv_mr *own;    /* dma-buf: this handle's own MR */
 	int type;
 	uint32_t lkey, rkey;
 };
@@ -444,8 +436,11 @@ int rw_ib_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *size
 int rw_ib_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
 		 struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_ib_test(struct rw_net_req *req, int *done, size_t *sizes);
-/** Requests of a comm: pool set-up and teardown. */
-int rw_ib_reqs_init(struct rw_ib_comm *c);
+/** Requests of a comm: every one back to the pool (close); the pool's memory
+ *  goes with the shell (rw_slab_fini). */
 void rw_ib_reqs_free(struct rw_ib_comm *c);
+/** An open comm of the given kind (0: either direction): 0, -EINVAL (another
+ *  kind, foreign) or -EBADF (closed).  Logs nothing (ib_comm.c). */
+int rw_ib_comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm **out);
 
 #endif /* RW_IB_INTERNAL_H */

@@ -33,17 +33,7 @@ static const char *type_str(int type)
 /* A comm that may register: 0, -EINVAL or -EBADF. */
 static int comm_check(struct rw_net_comm *base, struct rw_ib_comm **out)
 {
-	struct rw_ib_comm *c;
-
-	if (!base)
-		return -EINVAL;
-	c = rw_ib_comm_from(base);
-	if (c->magic == RW_IB_DEAD_MAGIC)
-		return -EBADF;
-	if (c->magic != RW_IB_SEND_MAGIC && c->magic != RW_IB_RECV_MAGIC)
-		return -EINVAL;
-	*out = c;
-	return 0;
+	return rw_ib_comm_check(base, 0, out);
 }
 
 struct rw_ib_mr *rw_ib_mr_of(struct rw_ib_comm *c, struct rw_net_mr *mr)
@@ -53,7 +43,7 @@ struct rw_ib_mr *rw_ib_mr_of(struct rw_ib_comm *c, struct rw_net_mr *mr)
 	if (!mr)
 		return NULL;
 	m = rw_container_of(mr, struct rw_ib_mr, base);
-	return m->magic == RW_IB_MR_MAGIC && m->base.comm == &c->base ? m : NULL;
+	return rw_obj_check(&m->obj, RW_IB_MR_MAGIC) == 0 && m->base.comm == &c->base ? m : NULL;
 }
 
 /* ibv_reg_mr with the HCA's access flags (relaxed ordering when the
@@ -171,14 +161,14 @@ static int handle_new(struct rw_ib_comm *c, int type, struct rw_ib_reg *reg, str
 	if (!m)
 		return -ENOMEM;
 	m->base.comm = &c->base;
-	m->magic = RW_IB_MR_MAGIC;
+	rw_obj_open(&m->obj, RW_IB_MR_MAGIC);
 	m->reg = reg;
 	m->own = own;
 	m->type = type;
 	m->lkey = mr->lkey;
 	m->rkey = mr->rkey;
 	pthread_mutex_lock(&c->mr_lock);
-	rw_ib_list_add(&c->mrs, &m->link);
+	rw_list_add(&c->mrs, &m->link);
 	pthread_mutex_unlock(&c->mr_lock);
 	rw_ib_live_add(RW_IB_LIVE_MRS, 1);
 	*out = &m->base;
@@ -295,7 +285,7 @@ static void handle_free(struct rw_ib_comm *c, struct rw_ib_mr *m)
 {
 	struct rw_ib_hca *h = c->dev->hca;
 
-	m->magic = 0;
+	rw_obj_close(&m->obj);
 	if (m->own)
 		c->net->v.dereg_mr(m->own);
 	if (m->reg) {
@@ -319,7 +309,7 @@ int rw_ib_dereg_mr(struct rw_net_comm *base, struct rw_net_mr *mr)
 	if (!m)
 		return -EINVAL;
 	pthread_mutex_lock(&c->mr_lock);
-	rw_ib_list_del(&m->link);
+	rw_list_del(&m->link);
 	pthread_mutex_unlock(&c->mr_lock);
 	handle_free(c, m);
 	return 0;
@@ -331,9 +321,9 @@ void rw_ib_mr_drop_all(struct rw_ib_comm *c)
 		struct rw_ib_mr *m = NULL;
 
 		pthread_mutex_lock(&c->mr_lock);
-		if (!rw_ib_list_empty(&c->mrs)) {
+		if (!rw_list_empty(&c->mrs)) {
 			m = rw_container_of(c->mrs.next, struct rw_ib_mr, link);
-			rw_ib_list_del(&m->link);
+			rw_list_del(&m->link);
 		}
 		pthread_mutex_unlock(&c->mr_lock);
 		if (!m)

@@ -134,11 +134,11 @@ int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why
 	net->base.ops = &ib_ops;
 	net->base.cfg = *cfg;
 	pthread_mutex_init(&net->lock, NULL);
-	rw_ib_list_init(&net->listeners);
-	rw_ib_list_init(&net->dead_listeners);
-	rw_ib_list_init(&net->comms);
-	rw_ib_list_init(&net->dead_comms);
-	rw_ib_list_init(&net->connecting);
+	rw_list_init(&net->listeners);
+	rw_grave_init(&net->dead_listeners, RW_GRAVE_MAX, NULL, 0);
+	rw_list_init(&net->comms);
+	rw_grave_init(&net->dead_comms, RW_GRAVE_MAX, NULL, 0);
+	rw_list_init(&net->connecting);
 	net->nqps = (int)cfg->ib_qps_per_conn;
 	net->retry_cnt = (uint8_t)cfg->ib_retry_cnt;
 	net->ib_timeout = cfg->ib_timeout ? (uint8_t)cfg->ib_timeout

@@ -51,8 +51,8 @@ struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t kind, 
 	c->min_stripe = net->base.cfg.socket_min_stripe;
 	c->timeout_ms = net->base.cfg.timeout_ms;
 	pthread_mutex_init(&c->mr_lock, NULL);
-	rw_sock_list_init(&c->mrs);
-	rw_sock_list_init(&c->link);
+	rw_list_init(&c->mrs);
+	rw_list_init(&c->link);
 	rw_sock_live_add(RW_SOCK_LIVE_COMMS, 1);
 	return c;
 }
@@ -200,10 +200,10 @@ void rw_sock_comm_close(struct rw_sock_comm *c)
 	c->d = NULL;
 
 	pthread_mutex_lock(&c->mr_lock);
-	while (!rw_sock_list_empty(&c->mrs)) {
+	while (!rw_list_empty(&c->mrs)) {
 		struct rw_sock_mr *m = rw_container_of(c->mrs.next, struct rw_sock_mr, link);
 
-		rw_sock_list_del(&m->link);
+		rw_list_del(&m->link);
 		rw_obj_close(&m->obj);
 		free(m);
 		rw_sock_live_add(RW_SOCK_LIVE_MRS, -1);
@@ -287,7 +287,7 @@ int rw_sock_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 	m->addr = data;
 	m->size = size;
 	pthread_mutex_lock(&c->mr_lock);
-	rw_sock_list_add(&c->mrs, &m->link);
+	rw_list_add(&c->mrs, &m->link);
 	pthread_mutex_unlock(&c->mr_lock);
 	rw_sock_live_add(RW_SOCK_LIVE_MRS, 1);
 	*mr = &m->base;
@@ -298,7 +298,7 @@ int rw_sock_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
  * is never dereferenced.  Caller holds mr_lock. */
 static struct rw_sock_mr *mr_find(struct rw_sock_comm *c, struct rw_net_mr *mr)
 {
-	for (struct rw_sock_link *it = c->mrs.next; it != &c->mrs; it = it->next) {
+	for (struct rw_list *it = c->mrs.next; it != &c->mrs; it = it->next) {
 		struct rw_sock_mr *m = rw_container_of(it, struct rw_sock_mr, link);
 
 		if (&m->base == mr)
@@ -319,7 +319,7 @@ int rw_sock_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr)
 	pthread_mutex_lock(&c->mr_lock);
 	m = mr ? mr_find(c, mr) : NULL;
 	if (m)
-		rw_sock_list_del(&m->link);
+		rw_list_del(&m->link);
 	pthread_mutex_unlock(&c->mr_lock);
 	if (!m) {
 		RW_WARN(RW_LOG_NET, "socket: dereg_mr(%p): not a registration of %s %s", (void *)mr,

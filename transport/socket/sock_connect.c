@@ -176,7 +176,7 @@ void rw_sock_connect_abandon(struct rw_sock_comm *c)
 static struct rw_sock_comm *conn_find(struct rw_sock_net *sn, int dev,
 				      const struct rw_sock_handle *h)
 {
-	for (struct rw_sock_link *it = sn->connecting.next; it != &sn->connecting; it = it->next) {
+	for (struct rw_list *it = sn->connecting.next; it != &sn->connecting; it = it->next) {
 		struct rw_sock_comm *c = rw_container_of(it, struct rw_sock_comm, link);
 
 		if (c->conn->dev == dev && memcmp(&c->conn->handle, h, sizeof(*h)) == 0)
@@ -240,7 +240,7 @@ int rw_sock_connect(struct rw_net *net, int dev, const void *handle, struct rw_n
 	pthread_mutex_lock(&sn->lock);
 	c = conn_find(sn, dev, &h);
 	if (c)
-		rw_sock_list_del(&c->link); /* ours while we work on it */
+		rw_list_del(&c->link); /* ours while we work on it */
 	pthread_mutex_unlock(&sn->lock);
 	if (!c) {
 		c = conn_new(sn, dev, &h, &peer);
@@ -268,12 +268,12 @@ int rw_sock_connect(struct rw_net *net, int dev, const void *handle, struct rw_n
 	}
 	pthread_mutex_lock(&sn->lock);
 	if (rc == RW_SOCK_STEP_AGAIN) {
-		rw_sock_list_add(&sn->connecting, &c->link);
+		rw_list_add(&sn->connecting, &c->link);
 		pthread_mutex_unlock(&sn->lock);
 		*send_comm = NULL;
 		return 0;
 	}
-	rw_sock_list_add(&sn->comms, &c->link);
+	rw_list_add(&sn->comms, &c->link);
 	pthread_mutex_unlock(&sn->lock);
 	free(c->conn);
 	c->conn = NULL;

@@ -79,15 +79,6 @@ enum rw_sock_magic {
 	RW_SOCK_REQ_MAGIC = 0x514b5357,
 };
 
-/* --- intrusive list: the base's (transport/base/rw_base.h); these names
- * stay until every file of the transport says rw_list --------------------- */
-
-#define rw_sock_link	   rw_list
-#define rw_sock_list_init  rw_list_init
-#define rw_sock_list_empty rw_list_empty
-#define rw_sock_list_add   rw_list_add
-#define rw_sock_list_del   rw_list_del
-
 /* --- live-object counters (sock_util.c) ---------------------------------- */
 
 enum rw_sock_live_kind {
@@ -124,9 +115,9 @@ struct rw_sock_dev {
 struct rw_sock_net {
 	struct rw_net base;
 	pthread_mutex_t lock;		/* guards the lists */
-	struct rw_sock_link comms;	/* open comms */
-	struct rw_sock_link connecting; /* send comms whose connect is under way */
-	struct rw_sock_link listeners;	/* open listeners */
+	struct rw_list comms;		/* open comms */
+	struct rw_list connecting;	/* send comms whose connect is under way */
+	struct rw_list listeners;	/* open listeners */
 	struct rw_grave dead_comms;	/* shells of closed comms (RW_GRAVE_MAX) */
 	struct rw_grave dead_listeners; /* and of closed listeners */
 	int ndev;
@@ -144,7 +135,7 @@ static inline struct rw_sock_net *rw_sock_net_from(struct rw_net *net)
  *  listener's list in the order created: while incomplete, the oldest is
  *  evicted first when the list is full. */
 struct rw_sock_asm {
-	struct rw_sock_link link;
+	struct rw_list link;
 	uint64_t conn_id;
 	uint64_t created_ms;
 	uint64_t deadline_ms;
@@ -156,15 +147,15 @@ struct rw_sock_asm {
 
 struct rw_sock_listen {
 	struct rw_net_listen base;
-	struct rw_obj obj;	  /* RW_SOCK_LISTEN_MAGIC */
-	struct rw_tcp_gate gate;  /* sockets owing their hello (tcp_gate.c's policy) */
-	struct rw_sock_link link; /* net->listeners, then net->dead_listeners */
+	struct rw_obj obj;	 /* RW_SOCK_LISTEN_MAGIC */
+	struct rw_tcp_gate gate; /* sockets owing their hello (tcp_gate.c's policy) */
+	struct rw_list link;	 /* net->listeners, then net->dead_listeners */
 	struct rw_sock_net *net;
 	int fd;
 	uint64_t nonce;
 	char addr[RW_SOCK_ADDRSTRLEN];
 	int nasms;
-	struct rw_sock_link asms;
+	struct rw_list asms;
 	int64_t hello_ms; /* RINGWAY_SOCKET_HELLO_MS, at most the timeout */
 };
 
@@ -327,22 +318,22 @@ struct rw_sock_data {
 struct rw_sock_mr {
 	struct rw_net_mr base;
 	struct rw_obj obj; /* RW_SOCK_MR_MAGIC */
-	struct rw_sock_link link;
+	struct rw_list link;
 	char *addr;
 	size_t size;
 };
 
 struct rw_sock_comm {
 	struct rw_net_comm base;
-	struct rw_obj obj;	  /* kind SEND or RECV; closed: a shell */
-	struct rw_sock_link link; /* one of the net's lists */
+	struct rw_obj obj;   /* kind SEND or RECV; closed: a shell */
+	struct rw_list link; /* one of the net's lists */
 	struct rw_sock_net *net;
 	char peer[RW_SOCK_ADDRSTRLEN];
 	size_t min_stripe;
 	int64_t timeout_ms;
 	struct rw_sock_connect *conn; /* send side, until connected */
 	pthread_mutex_t mr_lock;      /* reg_mr may race the data path */
-	struct rw_sock_link mrs;
+	struct rw_list mrs;
 	struct rw_sock_data *d; /* NULL while connecting and once closed */
 	/* Requests (RW_SOCK_REQ_MAGIC): kept with the shell, so test() on a
 	 * request of a closed comm reads a free request, not freed memory. */

@@ -109,12 +109,12 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 	rc = gate_init(l);
 	if (rc)
 		goto err_close_fd;
-	rw_sock_list_init(&l->asms);
+	rw_list_init(&l->asms);
 	rw_sock_handle_encode(&h, &sa, l->nonce);
 	memset(handle, 0, RW_NET_HANDLE_MAXSIZE);
 	memcpy(handle, &h, sizeof(h));
 	pthread_mutex_lock(&sn->lock);
-	rw_sock_list_add(&sn->listeners, &l->link);
+	rw_list_add(&sn->listeners, &l->link);
 	pthread_mutex_unlock(&sn->lock);
 	rw_sock_live_add(RW_SOCK_LIVE_LISTENERS, 1);
 	RW_INFO(RW_LOG_NET, "socket: listening on %s (%s)", l->addr, sn->devs[dev].name);
@@ -139,7 +139,7 @@ static void drop_note(struct rw_sock_listen *l, const char *peer, const char *wh
 
 static void asm_drop(struct rw_sock_listen *l, struct rw_sock_asm *a)
 {
-	rw_sock_list_del(&a->link);
+	rw_list_del(&a->link);
 	for (int i = 0; i < RW_SOCK_MAX_STREAMS; i++)
 		rw_sock_close(&a->fds[i]);
 	l->nasms--;
@@ -179,7 +179,7 @@ static const char *hello_problem(const struct rw_sock_listen *l, const struct rw
  */
 static bool asms_make_room(struct rw_sock_listen *l, uint64_t now)
 {
-	for (struct rw_sock_link *it = l->asms.next; it != &l->asms; it = it->next) {
+	for (struct rw_list *it = l->asms.next; it != &l->asms; it = it->next) {
 		struct rw_sock_asm *a = rw_container_of(it, struct rw_sock_asm, link);
 		char why[160];
 
@@ -200,7 +200,7 @@ static void cand_adopt(struct rw_sock_listen *l, int i, const struct rw_sock_hel
 {
 	const struct rw_tcp_cand *c = &l->gate.c[i];
 	struct rw_sock_asm *a = NULL;
-	struct rw_sock_link *it;
+	struct rw_list *it;
 	const char *why = NULL;
 
 	for (it = l->asms.next; it != &l->asms; it = it->next) {
@@ -233,7 +233,7 @@ static void cand_adopt(struct rw_sock_listen *l, int i, const struct rw_sock_hel
 		a->nstreams = h->nstreams;
 		a->created_ms = now;
 		a->deadline_ms = now + (uint64_t)l->hello_ms;
-		rw_sock_list_add(&l->asms, &a->link);
+		rw_list_add(&l->asms, &a->link);
 		l->nasms++;
 	}
 	if (h->stream == 0 || !a->peer[0])
@@ -295,7 +295,7 @@ static void cands_progress(struct rw_sock_listen *l)
  * complete one, if any. */
 static struct rw_sock_asm *asms_progress(struct rw_sock_listen *l)
 {
-	struct rw_sock_link *it, *next;
+	struct rw_list *it, *next;
 	uint64_t now = rw_now_ms();
 	struct rw_sock_asm *done = NULL;
 
@@ -357,7 +357,7 @@ int rw_sock_accept(struct rw_net_listen *listen_comm, struct rw_net_comm **recv_
 	}
 	asm_drop(l, a);
 	pthread_mutex_lock(&l->net->lock);
-	rw_sock_list_add(&l->net->comms, &c->link);
+	rw_list_add(&l->net->comms, &c->link);
 	pthread_mutex_unlock(&l->net->lock);
 	RW_INFO(RW_LOG_NET, "socket: listener %s: accepted %d stream(s) from %s", l->addr,
 		c->d->nstreams, c->peer);
@@ -377,7 +377,7 @@ int rw_sock_close_listen(struct rw_net_listen *listen_comm)
 		return -EBADF;
 	sn = l->net;
 	rw_tcp_gate_fini(&l->gate);
-	while (!rw_sock_list_empty(&l->asms))
+	while (!rw_list_empty(&l->asms))
 		asm_drop(l, rw_container_of(l->asms.next, struct rw_sock_asm, link));
 	rw_sock_close(&l->fd);
 	rw_obj_close(&l->obj);

@@ -96,18 +96,18 @@ static void sock_destroy(struct rw_net *net)
 	struct rw_list *shell;
 
 	/* Objects the caller forgot: close them so nothing leaks. */
-	while (!rw_sock_list_empty(&sn->connecting)) {
+	while (!rw_list_empty(&sn->connecting)) {
 		struct rw_sock_comm *c =
 			rw_container_of(sn->connecting.next, struct rw_sock_comm, link);
 
-		rw_sock_list_del(&c->link);
+		rw_list_del(&c->link);
 		rw_sock_connect_abandon(c);
 	}
-	while (!rw_sock_list_empty(&sn->comms)) {
+	while (!rw_list_empty(&sn->comms)) {
 		rw_sock_comm_close(rw_container_of(sn->comms.next, struct rw_sock_comm, link));
 		open_comms++;
 	}
-	while (!rw_sock_list_empty(&sn->listeners)) {
+	while (!rw_list_empty(&sn->listeners)) {
 		struct rw_sock_listen *l =
 			rw_container_of(sn->listeners.next, struct rw_sock_listen, link);
 
@@ -187,9 +187,9 @@ int rw_sock_create(const struct rw_config *cfg, struct rw_net **out)
 	sn->base.ops = &sock_ops;
 	sn->base.cfg = *cfg;
 	pthread_mutex_init(&sn->lock, NULL);
-	rw_sock_list_init(&sn->comms);
-	rw_sock_list_init(&sn->connecting);
-	rw_sock_list_init(&sn->listeners);
+	rw_list_init(&sn->comms);
+	rw_list_init(&sn->connecting);
+	rw_list_init(&sn->listeners);
 	rw_grave_init(&sn->dead_comms, RW_GRAVE_MAX, &rw_sock_live, RW_SOCK_LIVE_SHELLS);
 	rw_grave_init(&sn->dead_listeners, RW_GRAVE_MAX, NULL, 0);
 	sn->ndev = (int)nsel;
