@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rw_net: the one internal interface for moving bytes, shaped after the NCCL
- * net ABI (v11).  Every transport (socket, shm, ib, and the auto composite)
- * implements struct rw_net_ops; the plugin's ABI adapters and the ring engine call the
- * rw_net_*() inlines below and never a transport directly.
+ * net ABI (v11).  Every transport (socket, shm, ib, and the auto
+ * composite) implements struct rw_net_ops; the plugin's ABI adapters and
+ * the ring engine call the rw_net_*() inlines below and never a transport
+ * directly.
  *
  * Objects.  Each transport object starts with the generic one (first member),
- * so a transport converts back with rw_container_of(); socket, shm and the
- * auto composite also give each the header of transport/base/rw_base.h
- * (kind, generation, state) that the one validity check reads (ib: next):
+ * so a transport converts back with rw_container_of(), and gives each the
+ * header of transport/base/rw_base.h (kind, generation, state) that the one
+ * validity check, rw_obj_check(), reads.  Closed listeners and comms keep
+ * a shell on a bounded graveyard until rw_net_destroy(), requests come from
+ * a slab that stays with the comm's shell: a late call on a closed or
+ * completed object is an error (-EBADF), never a read of freed memory.
  *   struct rw_net         a transport instance: device list + config.
  *                         Created by the transport's create function
  *                         (rw_sock_create(), ...), freed by rw_net_destroy().
