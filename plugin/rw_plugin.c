@@ -138,24 +138,16 @@ static int load_props(struct rw_plugin *p, int dev, struct rw_net_props *pr)
 }
 
 /*
- * The topology has the last word on where a NIC sits: its PCI path, speed,
- * GUID and rail (v12 railId/planeId).  What topo does not know stays as the
- * transport reported it.
+ * The transports take a NIC's PCI path, speed and GUID from topo already
+ * (rw_topo_nic_facts); the model adds only what it infers: the rail (v12
+ * railId/planeId).
  */
-static void apply_topo(struct rw_plugin *p, int dev, struct rw_net_props *pr)
+static void apply_topo(struct rw_plugin *p, struct rw_net_props *pr)
 {
 	struct rw_topo_net_props tp;
 
 	if (!p->topo || rw_topo_net_props(p->topo, pr->name, &tp) != 0)
 		return;
-	if (tp.pci_path[0]) {
-		memcpy(p->topo_paths[dev], tp.pci_path, sizeof(tp.pci_path));
-		pr->pci_path = p->topo_paths[dev];
-	}
-	if (tp.speed_mbps > 0)
-		pr->speed_mbps = tp.speed_mbps;
-	if (tp.guid)
-		pr->guid = tp.guid;
 	pr->rail_id = tp.rail_id;
 	pr->plane_id = tp.plane_id;
 }
@@ -196,7 +188,6 @@ static void plugin_destroy(struct rw_plugin *p)
 	}
 	rw_net_destroy(p->net);
 	rw_topo_destroy(p->topo);
-	free(p->topo_paths);
 	free(p->props);
 	free(p);
 }
@@ -237,8 +228,7 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 		goto err_destroy_net;
 	}
 	p->props = calloc((size_t)p->ndev, sizeof(*p->props));
-	p->topo_paths = calloc((size_t)p->ndev, sizeof(*p->topo_paths));
-	if (!p->props || !p->topo_paths) {
+	if (!p->props) {
 		rc = -ENOMEM;
 		goto err_free_props;
 	}
@@ -250,7 +240,7 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 		rc = load_props(p, d, &p->props[d]);
 		if (rc)
 			goto err_free_props;
-		apply_topo(p, d, &p->props[d]);
+		apply_topo(p, &p->props[d]);
 	}
 	announce(p);
 	g.plugin = p;
@@ -259,7 +249,6 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 
 err_free_props:
 	rw_topo_destroy(p->topo);
-	free(p->topo_paths);
 	free(p->props);
 err_destroy_net:
 	rw_net_destroy(p->net);

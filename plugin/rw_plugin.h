@@ -68,16 +68,15 @@ struct rw_plugin {
 	struct rw_config cfg; /**< loaded once; immutable */
 	struct rw_net *net;   /**< the transport instance */
 	int ndev;
-	struct rw_net_props *props;	      /**< ndev entries, fixed up at create */
-	struct rw_topo *topo;		      /**< the machine; NULL if discovery failed */
-	char (*topo_paths)[RW_TOPO_PATH_MAX]; /**< ndev PCI paths from topo */
-	int abi_version;		      /**< of the first init */
-	int refs;			      /**< contexts alive (plugin lock) */
-	struct rw_plugin_ctx *ctxs;	      /**< v11/v12 contexts (plugin lock) */
-	int legacy_ready;		      /**< a v6..v10 init ran (plugin lock) */
-	struct rw_plugin_ctx legacy;	      /**< the context of v6..v10 */
-	struct rw_pcomm *pcomms;	      /**< every wrapper (plugin lock) */
-	struct rw_grave pcomm_grave;	      /**< closed ones (plugin lock) */
+	struct rw_net_props *props;  /**< ndev entries, fixed up at create */
+	struct rw_topo *topo;	     /**< the machine; NULL if discovery failed */
+	int abi_version;	     /**< of the first init */
+	int refs;		     /**< contexts alive (plugin lock) */
+	struct rw_plugin_ctx *ctxs;  /**< v11/v12 contexts (plugin lock) */
+	int legacy_ready;	     /**< a v6..v10 init ran (plugin lock) */
+	struct rw_plugin_ctx legacy; /**< the context of v6..v10 */
+	struct rw_pcomm *pcomms;     /**< every wrapper (plugin lock) */
+	struct rw_grave pcomm_grave; /**< closed ones (plugin lock) */
 };
 
 enum rw_pcomm_kind {
