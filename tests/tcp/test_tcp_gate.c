@@ -99,7 +99,9 @@ static void a_hello_is_taken_a_stranger_dropped(void **state)
 
 	(void)state;
 	assert_int_equal(rw_tcp_gate_init(&g, &c), 0);
+	assert_null(g.c); /* a listener nobody knocks at holds no table */
 	assert_int_equal(rw_tcp_gate_accept(&g, lfd, rw_now_ms(), &i), 1);
+	assert_int_equal(g.cap, 4);
 	assert_int_equal(rw_tcp_gate_accept(&g, lfd, rw_now_ms(), &i), 1);
 	assert_int_equal(rw_tcp_gate_accept(&g, lfd, rw_now_ms(), &i), 0); /* none queued */
 	assert_int_equal(g.n, 2);

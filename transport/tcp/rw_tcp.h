@@ -220,16 +220,17 @@ struct rw_tcp_gate {
 	struct rw_tcp_gate_cfg cfg;
 	char who[96];
 	char param[40];
-	int n;
-	struct rw_tcp_cand *c;
-	uint64_t starved_ms; /**< since when accept finds no free fd (0: not) */
-	uint64_t window_ms;  /**< start of the current warning window */
+	int n, cap;
+	struct rw_tcp_cand *c; /**< grows on demand up to max (a listener nobody
+				    knocks at costs no table) */
+	uint64_t starved_ms;   /**< since when accept finds no free fd (0: not) */
+	uint64_t window_ms;    /**< start of the current warning window */
 	int nwarned;
 	long nquiet;
 	char quiet_last[160];
 };
 
-/** 0, -EINVAL (bad cfg) or -ENOMEM. */
+/** 0 or -EINVAL (bad cfg).  Allocates nothing yet. */
 int rw_tcp_gate_init(struct rw_tcp_gate *g, const struct rw_tcp_gate_cfg *cfg);
 /** Close every connection held (without a message each), report the
  *  count of unwarned drops, free the table.  Idempotent. */
@@ -240,7 +241,7 @@ void rw_tcp_gate_fini(struct rw_tcp_gate *g);
  * hold it, evicting per the policy.
  * \param[out] idx  its index in c[] when 1 is returned
  * \return 1: accepted; 0: none queued (or fds are short and we wait);
- *         -errno: the listener failed (logged).
+ *         -errno: the listener failed, or no memory for the table (logged).
  */
 int rw_tcp_gate_accept(struct rw_tcp_gate *g, int lfd, uint64_t now, int *idx);
 

@@ -27,9 +27,6 @@ int rw_tcp_gate_init(struct rw_tcp_gate *g, const struct rw_tcp_gate_cfg *cfg)
 	    cfg->starve_ms < 0 || cfg->warns < 0)
 		return -EINVAL;
 	memset(g, 0, sizeof(*g));
-	g->c = calloc((size_t)cfg->max, sizeof(*g->c));
-	if (!g->c)
-		return -ENOMEM;
 	g->cfg = *cfg;
 	if (!g->cfg.per_host)
 		g->cfg.per_host = cfg->max;
@@ -126,13 +123,30 @@ int rw_tcp_gate_take(struct rw_tcp_gate *g, int i)
 
 void rw_tcp_gate_fini(struct rw_tcp_gate *g)
 {
-	if (!g || !g->c)
+	if (!g)
 		return;
 	quiet_report(g);
 	while (g->n)
 		rw_tcp_gate_close(g, g->n - 1);
 	free(g->c);
 	g->c = NULL;
+	g->cap = 0;
+}
+
+/* Room for one more entry (make_room keeps n < max). */
+static int grow(struct rw_tcp_gate *g)
+{
+	int cap = RW_MIN(g->cap ? 2 * g->cap : 4, g->cfg.max);
+	struct rw_tcp_cand *c;
+
+	if (g->n < g->cap)
+		return 0;
+	c = realloc(g->c, (size_t)cap * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	g->c = c;
+	g->cap = cap;
+	return 0;
 }
 
 static void drop_late(struct rw_tcp_gate *g, int i)
@@ -260,6 +274,13 @@ int rw_tcp_gate_accept(struct rw_tcp_gate *g, int lfd, uint64_t now, int *idx)
 			g->cfg.fd_count(1);
 		g->starved_ms = 0;
 		make_room(g, &sa, now);
+		if (grow(g)) {
+			rw_close_fd(&fd);
+			if (g->cfg.fd_count)
+				g->cfg.fd_count(-1);
+			RW_WARN(RW_LOG_NET, "%s: no memory to hold a connection", g->who);
+			return -ENOMEM;
+		}
 		c = &g->c[g->n];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
