@@ -260,6 +260,23 @@ static int read_only(const void *addr)
 			"v%d: a mandatory slot is NULL", v);                                       \
 	} while (0)
 
+/* ncclNetPlugin_v<v> through its own type: named ringway, every mandatory
+ * slot set, then the version's own checks (extra, on t). */
+#define CHECK_TABLE(v, extra)                                                                      \
+	do {                                                                                       \
+		const ncclNet_v##v##_t *t = dlsym(dl, "ncclNetPlugin_v" #v);                       \
+		int ver = v;                                                                       \
+                                                                                                   \
+		H_CHECK(t != NULL && strcmp(t->name, "ringway") == 0, "v%d name", ver);            \
+		CHECK_SLOTS(t, ver);                                                               \
+		extra;                                                                             \
+	} while (0)
+/* The optional slots stay NULL: device offload (v7+), NIC fusion (v9+);
+ * finalize is set from v11 on (NCCL 2.28.9 calls it). */
+#define NO_OFFLOAD   H_CHECK(!t->getDeviceMr && !t->irecvConsumed, "v%d device offload slots", ver)
+#define NO_VDEVICE   H_CHECK(!t->makeVDevice, "v%d makeVDevice", ver)
+#define HAS_FINALIZE H_CHECK(t->finalize, "v%d finalize is NULL", ver)
+
 static void exports_child(void *arg)
 {
 	void *dl = h_open();
@@ -274,60 +291,13 @@ static void exports_child(void *arg)
 		h_bind(dl, v);
 		H_CHECK(read_only(h_table()), "ncclNetPlugin_v%d is in writable memory", v);
 	}
-	{
-		const ncclNet_v6_t *t = dlsym(dl, "ncclNetPlugin_v6");
-
-		H_CHECK(strcmp(t->name, "ringway") == 0, "v6 name %s", t->name);
-		CHECK_SLOTS(t, 6);
-	}
-	{
-		const ncclNet_v7_t *t = dlsym(dl, "ncclNetPlugin_v7");
-
-		H_CHECK(strcmp(t->name, "ringway") == 0, "v7 name %s", t->name);
-		CHECK_SLOTS(t, 7);
-		H_CHECK(!t->getDeviceMr && !t->irecvConsumed, "v7 device offload slots");
-	}
-	{
-		const ncclNet_v8_t *t = dlsym(dl, "ncclNetPlugin_v8");
-
-		H_CHECK(strcmp(t->name, "ringway") == 0, "v8 name %s", t->name);
-		CHECK_SLOTS(t, 8);
-		H_CHECK(!t->getDeviceMr && !t->irecvConsumed, "v8 device offload slots");
-	}
-	{
-		const ncclNet_v9_t *t = dlsym(dl, "ncclNetPlugin_v9");
-
-		H_CHECK(strcmp(t->name, "ringway") == 0, "v9 name %s", t->name);
-		CHECK_SLOTS(t, 9);
-		H_CHECK(!t->getDeviceMr && !t->irecvConsumed && !t->makeVDevice,
-			"v9 optional slots");
-	}
-	{
-		const ncclNet_v10_t *t = dlsym(dl, "ncclNetPlugin_v10");
-
-		H_CHECK(strcmp(t->name, "ringway") == 0, "v10 name %s", t->name);
-		CHECK_SLOTS(t, 10);
-		H_CHECK(!t->getDeviceMr && !t->irecvConsumed && !t->makeVDevice,
-			"v10 optional slots");
-	}
-	{
-		const ncclNet_v11_t *t = dlsym(dl, "ncclNetPlugin_v11");
-
-		H_CHECK(strcmp(t->name, "ringway") == 0, "v11 name %s", t->name);
-		CHECK_SLOTS(t, 11);
-		H_CHECK(t->finalize, "v11 finalize is NULL (NCCL 2.28.9 calls it)");
-		H_CHECK(!t->getDeviceMr && !t->irecvConsumed && !t->makeVDevice,
-			"v11 optional slots");
-	}
-	{
-		const ncclNet_v12_t *t = dlsym(dl, "ncclNetPlugin_v12");
-
-		H_CHECK(strcmp(t->name, "ringway") == 0, "v12 name %s", t->name);
-		CHECK_SLOTS(t, 12);
-		H_CHECK(t->finalize, "v12 finalize is NULL");
-		H_CHECK(!t->getDeviceMr && !t->irecvConsumed && !t->makeVDevice,
-			"v12 optional slots");
-	}
+	CHECK_TABLE(6, (void)0);
+	CHECK_TABLE(7, NO_OFFLOAD);
+	CHECK_TABLE(8, NO_OFFLOAD);
+	CHECK_TABLE(9, NO_OFFLOAD; NO_VDEVICE);
+	CHECK_TABLE(10, NO_OFFLOAD; NO_VDEVICE);
+	CHECK_TABLE(11, NO_OFFLOAD; NO_VDEVICE; HAS_FINALIZE);
+	CHECK_TABLE(12, NO_OFFLOAD; NO_VDEVICE; HAS_FINALIZE);
 	H_CHECK(dlclose(dl) == 0, "dlclose: %s", dlerror());
 }
 
