@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,30 +33,6 @@ enum {
 
 /* --- TCP helpers ---------------------------------------------------------------- */
 
-/* Move bytes of buf (len, *done so far) over fd without blocking.
- * 1: all moved; 0: would block; -errno, -ECONNRESET for an orderly EOF. */
-static int io_step(int fd, void *buf, size_t len, size_t *done, bool out)
-{
-	while (*done < len) {
-		ssize_t n = out ? send(fd, (char *)buf + *done, len - *done,
-				       MSG_NOSIGNAL | MSG_DONTWAIT)
-				: recv(fd, (char *)buf + *done, len - *done, MSG_DONTWAIT);
-
-		if (n > 0) {
-			*done += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return 0;
-		if (errno == EINTR)
-			continue;
-		return -errno;
-	}
-	return 1;
-}
-
 static void tcp_tune(int fd, int64_t timeout_ms)
 {
 	int one = 1, idle = (int)RW_MAX(1, timeout_ms / 3000), cnt = 3;
@@ -70,21 +45,15 @@ static void tcp_tune(int fd, int64_t timeout_ms)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-static socklen_t sa_len(const struct sockaddr_storage *sa)
-{
-	return sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
 /* --- listen ------------------------------------------------------------------------ */
 
 int rw_ib_listen(struct rw_net *base, int dev, void *handle, struct rw_net_listen **out)
 {
 	struct rw_ib_net *net = rw_ib_net_from(base);
 	struct sockaddr_storage sa = net->boot;
-	socklen_t len = sizeof(sa);
 	struct rw_ib_handle h = {.magic = RW_IB_MAGIC, .version = RW_IB_VERSION};
 	struct rw_ib_listen *l;
-	int rc, one = 1;
+	int rc;
 
 	if (!handle || !out || dev < 0 || dev >= net->ndev)
 		return -EINVAL;
@@ -98,18 +67,11 @@ int rw_ib_listen(struct rw_net *base, int dev, void *handle, struct rw_net_liste
 	l->dev = dev;
 	l->nonce = rw_ib_random64();
 	rw_list_init(&l->cands);
-	l->fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (l->fd < 0) {
-		rc = -errno;
+	l->fd = -1;
+	rc = rw_tcp_listen(&sa, 128, true, &l->fd);
+	if (rc)
 		goto err_log;
-	}
-	setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l->fd, (struct sockaddr *)&sa, sa_len(&sa)) || listen(l->fd, 128) ||
-	    getsockname(l->fd, (struct sockaddr *)&sa, &len)) {
-		rc = -errno;
-		goto err_log;
-	}
-	rw_ib_addr_str(&sa, l->addr, sizeof(l->addr));
+	rw_tcp_addr_str(&sa, l->addr, sizeof(l->addr));
 	if (sa.ss_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)&sa;
 
@@ -191,7 +153,7 @@ static void accept_new(struct rw_ib_listen *l)
 		k->fd = fd;
 		k->state = RW_IB_CAND_RECV;
 		k->deadline_ms = rw_now_ms() + (uint64_t)l->net->base.cfg.timeout_ms;
-		rw_ib_addr_str(&sa, k->peer, sizeof(k->peer));
+		rw_tcp_addr_str(&sa, k->peer, sizeof(k->peer));
 		rw_list_add(&l->cands, &k->link);
 		if (++l->ncands > RW_IB_MAX_CANDS)
 			cand_drop(l, rw_container_of(l->cands.next, struct rw_ib_cand, link),
@@ -209,7 +171,7 @@ static int cand_step(struct rw_ib_listen *l, struct rw_ib_cand *k)
 	int rc;
 
 	if (k->state == RW_IB_CAND_RECV) {
-		rc = io_step(k->fd, &k->theirs, sizeof(k->theirs), &k->done, false);
+		rc = rw_tcp_io_step(k->fd, &k->theirs, sizeof(k->theirs), &k->done, false);
 		if (rc < 0) {
 			cand_drop(l, k,
 				  rc == -ECONNRESET ? "closed before its set-up record"
@@ -242,7 +204,7 @@ static int cand_step(struct rw_ib_listen *l, struct rw_ib_cand *k)
 		k->state = RW_IB_CAND_SEND;
 	}
 	if (k->state == RW_IB_CAND_SEND) {
-		rc = io_step(k->fd, &k->mine, sizeof(k->mine), &k->done, true);
+		rc = rw_tcp_io_step(k->fd, &k->mine, sizeof(k->mine), &k->done, true);
 		if (rc < 0) {
 			cand_drop(l, k, "writing our set-up record", -rc);
 			return -1;
@@ -251,7 +213,7 @@ static int cand_step(struct rw_ib_listen *l, struct rw_ib_cand *k)
 			return 0;
 		k->state = RW_IB_CAND_READY;
 	}
-	rc = io_step(k->fd, &ready, 1, &one, false);
+	rc = rw_tcp_io_step(k->fd, &ready, 1, &one, false);
 	if (rc < 0 || (rc == 1 && ready != RW_IB_READY)) {
 		cand_drop(l, k, "the peer did not finish the set-up", rc < 0 ? -rc : EPROTO);
 		return -1;
@@ -354,7 +316,7 @@ static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_hand
 	k->fd = -1;
 	k->deadline_ms = rw_now_ms() + (uint64_t)net->base.cfg.timeout_ms;
 	rw_ib_handle_addr(h, &sa);
-	rw_ib_addr_str(&sa, k->peer, sizeof(k->peer));
+	rw_tcp_addr_str(&sa, k->peer, sizeof(k->peer));
 	if (atomic_load(&net->devs[dev].port_down)) {
 		RW_WARN(RW_LOG_NET, "NET/IB: %s: connect to %s: the port is down",
 			net->devs[dev].name, k->peer);
@@ -366,10 +328,11 @@ static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_hand
 		free(k);
 		return rc;
 	}
-	k->fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (k->fd < 0 ||
-	    (connect(k->fd, (struct sockaddr *)&sa, sa_len(&sa)) && errno != EINPROGRESS)) {
-		rc = -errno;
+	k->fd = -1;
+	rc = rw_tcp_socket(sa.ss_family, &k->fd);
+	if (!rc)
+		rc = rw_tcp_connect_begin(k->fd, &sa);
+	if (rc) {
 		RW_WARN(RW_LOG_NET, "NET/IB: %s: connect to %s failed: %s", net->devs[dev].name,
 			k->peer, strerror(-rc));
 		connect_free(k);
@@ -389,19 +352,16 @@ static int connect_step(struct rw_ib_net *net, struct rw_ib_connect *k)
 	const char *name = net->devs[k->dev].name, *bad;
 	uint8_t ready = RW_IB_READY;
 	size_t one = 0;
-	int rc, err = 0;
+	int rc;
 
 	if (k->state == RW_IB_CONN_TCP) {
-		struct pollfd p = {.fd = k->fd, .events = POLLOUT};
-		socklen_t len = sizeof(err);
-
-		if (poll(&p, 1, 0) == 0)
+		rc = rw_tcp_connect_done(k->fd);
+		if (rc == 0)
 			return 0;
-		if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
-			err = err ? err : errno;
+		if (rc < 0) {
 			RW_WARN(RW_LOG_NET, "NET/IB: %s: connect to %s failed: %s", name, k->peer,
-				strerror(err));
-			return -err;
+				strerror(-rc));
+			return rc;
 		}
 		tcp_tune(k->fd, net->base.cfg.timeout_ms);
 		rw_ib_info_fill(k->comm, k->h.nonce, &k->mine);
@@ -409,14 +369,14 @@ static int connect_step(struct rw_ib_net *net, struct rw_ib_connect *k)
 		k->state = RW_IB_CONN_SEND;
 	}
 	if (k->state == RW_IB_CONN_SEND) {
-		rc = io_step(k->fd, &k->mine, sizeof(k->mine), &k->done, true);
+		rc = rw_tcp_io_step(k->fd, &k->mine, sizeof(k->mine), &k->done, true);
 		if (rc <= 0)
 			goto io;
 		k->done = 0;
 		k->state = RW_IB_CONN_RECV;
 	}
 	if (k->state == RW_IB_CONN_RECV) {
-		rc = io_step(k->fd, &k->theirs, sizeof(k->theirs), &k->done, false);
+		rc = rw_tcp_io_step(k->fd, &k->theirs, sizeof(k->theirs), &k->done, false);
 		if (rc <= 0)
 			goto io;
 		bad = rw_ib_info_check(k->comm, &k->theirs, k->h.nonce);
@@ -430,7 +390,7 @@ static int connect_step(struct rw_ib_net *net, struct rw_ib_connect *k)
 			return rc;
 		k->state = RW_IB_CONN_READY;
 	}
-	rc = io_step(k->fd, &ready, 1, &one, true);
+	rc = rw_tcp_io_step(k->fd, &ready, 1, &one, true);
 	if (rc <= 0)
 		goto io;
 	return 1;

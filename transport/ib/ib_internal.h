@@ -47,6 +47,7 @@
 #include "transport/ib/ib_live.h"
 #include "transport/ib/ib_proto.h"
 #include "transport/rw_net.h"
+#include "transport/tcp/rw_tcp.h"
 
 #define RW_IB_MAX_HCAS	  16
 #define RW_IB_MAX_DEVS	  32
@@ -60,7 +61,7 @@
 #define RW_IB_MAX_COMMS	  65536
 #define RW_IB_MAX_CANDS	  64			 /* accepted sockets still in set-up */
 #define RW_IB_REQS	  (2 * RW_IB_FIFO_SLOTS) /* requests per comm */
-#define RW_IB_ADDRSTRLEN  72
+#define RW_IB_ADDRSTRLEN  RW_TCP_ADDRSTRLEN
 #define RW_IB_GIDSTRLEN	  48
 
 /* Object kinds (struct rw_obj), checked on every entry point. */
@@ -201,7 +202,6 @@ static inline struct rw_ib_net *rw_ib_net_from(struct rw_net *n)
 	return rw_container_of(n, struct rw_ib_net, base);
 }
 
-void rw_ib_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len);
 uint64_t rw_ib_random64(void);
 
 /* --- listener and set-up (ib_conn.c) -------------------------------------------- */

@@ -13,13 +13,6 @@
 
 #include "transport/tcp/rw_tcp.h"
 
-/* The toolbox's formatter under ib_internal.h's old name, until ib_conn.c
- * calls rw_tcp_addr_str itself. */
-void rw_ib_addr_str(const struct sockaddr_storage *sa, char *buf, size_t len)
-{
-	rw_tcp_addr_str(sa, buf, len);
-}
-
 uint64_t rw_ib_random64(void)
 {
 	uint64_t v = 0;
