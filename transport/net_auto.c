@@ -145,7 +145,7 @@ static struct rw_auto_listen *listen_alloc(struct rw_auto_net *a)
 {
 	struct rw_auto_listen *l = rw_grave_alloc(&a->dead, &a->lock, sizeof(*l),
 						  offsetof(struct rw_auto_listen, link),
-						  offsetof(struct rw_auto_listen, obj));
+						  offsetof(struct rw_auto_listen, obj), 0);
 
 	if (l)
 		rw_obj_open(&l->obj, AUTO_LISTEN_KIND);

@@ -212,10 +212,11 @@ struct rw_list *rw_grave_reuse(struct rw_grave *g)
 }
 
 void *rw_grave_alloc(struct rw_grave *g, pthread_mutex_t *lock, size_t size, size_t link_off,
-		     size_t obj_off)
+		     size_t obj_off, size_t slab_off)
 {
 	struct rw_list *shell;
 	struct rw_obj obj;
+	struct rw_slab slab;
 	char *p;
 
 	if (lock)
@@ -225,9 +226,13 @@ void *rw_grave_alloc(struct rw_grave *g, pthread_mutex_t *lock, size_t size, siz
 		pthread_mutex_unlock(lock);
 	if (shell) {
 		p = (char *)shell - link_off;
-		obj = *(struct rw_obj *)(p + obj_off);
+		memcpy(&obj, p + obj_off, sizeof(obj));
+		if (slab_off)
+			memcpy(&slab, p + slab_off, sizeof(slab));
 		memset(p, 0, size);
 		memcpy(p + obj_off, &obj, sizeof(obj));
+		if (slab_off)
+			memcpy(p + slab_off, &slab, sizeof(slab));
 	} else {
 		p = calloc(1, size);
 		if (!p)
@@ -235,4 +240,17 @@ void *rw_grave_alloc(struct rw_grave *g, pthread_mutex_t *lock, size_t size, siz
 	}
 	rw_list_init((struct rw_list *)(p + link_off));
 	return p;
+}
+
+void rw_grave_free_all(struct rw_grave *g, size_t link_off, size_t slab_off)
+{
+	struct rw_list *shell;
+
+	while ((shell = rw_grave_pop(g))) {
+		char *p = (char *)shell - link_off;
+
+		if (slab_off)
+			rw_slab_fini((struct rw_slab *)(p + slab_off));
+		free(p);
+	}
 }

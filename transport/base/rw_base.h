@@ -241,11 +241,17 @@ struct rw_list *rw_grave_pop(struct rw_grave *g);
 /**
  * Memory for a new object of size bytes whose rw_list link and rw_obj are
  * at link_off and obj_off: the oldest shell of g once it is full (zeroed
- * but for its rw_obj, so its generation goes on), else calloc()ed; NULL
- * when out of memory.  The link is unlinked (an empty list); the object is
- * not opened.  lock (may be NULL) guards g.
+ * but for its rw_obj, so its generation goes on, and for the rw_slab at
+ * slab_off unless that is 0: a shell's requests stay its own), else
+ * calloc()ed (a zeroed slab: .size 0, rw_slab_init() it); NULL when out of
+ * memory.  The link is unlinked (an empty list); the object is not opened.
+ * lock (may be NULL) guards g.  A shell holds nothing else: whatever needs
+ * giving back (a mutex, buffers) was given back when it was buried.
  */
 void *rw_grave_alloc(struct rw_grave *g, pthread_mutex_t *lock, size_t size, size_t link_off,
-		     size_t obj_off);
+		     size_t obj_off, size_t slab_off);
+/** Free every shell of g (destroy), and the slab at slab_off of each unless
+ *  slab_off is 0. */
+void rw_grave_free_all(struct rw_grave *g, size_t link_off, size_t slab_off);
 
 #endif /* RW_BASE_H */

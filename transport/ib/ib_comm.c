@@ -239,6 +239,7 @@ void rw_ib_comm_bury(struct rw_ib_net *net, struct rw_ib_comm *c, bool listed)
 	rw_obj_close(&c->obj);
 	pthread_mutex_unlock(&net->lock);
 	comm_free(c);
+	pthread_mutex_destroy(&c->mr_lock); /* a shell takes no lock */
 	pthread_mutex_lock(&net->lock);
 	rw_grave_bury(&net->dead_comms, &c->link);
 	pthread_mutex_unlock(&net->lock);
@@ -249,27 +250,11 @@ void rw_ib_comm_bury(struct rw_ib_net *net, struct rw_ib_comm *c, bool listed)
  * and its free requests go on), else new memory. */
 static struct rw_ib_comm *comm_alloc(struct rw_ib_net *net)
 {
-	struct rw_ib_comm *c;
-	struct rw_list *shell;
+	struct rw_ib_comm *c = rw_grave_alloc(
+		&net->dead_comms, &net->lock, sizeof(*c), offsetof(struct rw_ib_comm, link),
+		offsetof(struct rw_ib_comm, obj), offsetof(struct rw_ib_comm, reqs));
 
-	pthread_mutex_lock(&net->lock);
-	shell = rw_grave_reuse(&net->dead_comms);
-	pthread_mutex_unlock(&net->lock);
-	if (shell) {
-		struct rw_obj obj;
-		struct rw_slab reqs;
-
-		c = rw_list_entry(shell, struct rw_ib_comm, link);
-		pthread_mutex_destroy(&c->mr_lock);
-		obj = c->obj;
-		reqs = c->reqs;
-		memset(c, 0, sizeof(*c));
-		c->obj = obj;
-		c->reqs = reqs;
-		return c;
-	}
-	c = calloc(1, sizeof(*c));
-	if (c)
+	if (c && !c->reqs.size)
 		rw_slab_init(&c->reqs, sizeof(struct rw_ib_req), offsetof(struct rw_ib_req, obj),
 			     RW_IB_REQ_MAGIC, RW_IB_REQS, RW_IB_REQS);
 	return c;
@@ -299,7 +284,6 @@ int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const ch
 	snprintf(c->peer_gid, sizeof(c->peer_gid), "?");
 	pthread_mutex_init(&c->mr_lock, NULL);
 	rw_list_init(&c->mrs);
-	rw_list_init(&c->link);
 	rw_ib_live_add(RW_IB_LIVE_COMMS, 1);
 	cqe = nqps * (RW_IB_SQ_DEPTH + (send ? 0 : RW_IB_RQ_DEPTH)) + 2 * RW_IB_FIFO_SLOTS;
 	c->cq = net->v.create_cq(d->hca->ctx, cqe, NULL, NULL, 0);

@@ -58,7 +58,8 @@ int rw_ib_listen(struct rw_net *base, int dev, void *handle, struct rw_net_liste
 	if (!handle || !out || dev < 0 || dev >= net->ndev)
 		return -EINVAL;
 	l = rw_grave_alloc(&net->dead_listeners, &net->lock, sizeof(*l),
-			   offsetof(struct rw_ib_listen, link), offsetof(struct rw_ib_listen, obj));
+			   offsetof(struct rw_ib_listen, link), offsetof(struct rw_ib_listen, obj),
+			   0);
 	if (!l)
 		return -ENOMEM;
 	rw_obj_open(&l->obj, RW_IB_LISTEN_MAGIC);
@@ -469,8 +470,6 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 
 void rw_ib_conn_destroy_all(struct rw_ib_net *net)
 {
-	struct rw_list *shell;
-
 	while (!rw_list_empty(&net->connecting))
 		connect_free(rw_container_of(net->connecting.next, struct rw_ib_connect, link));
 	while (!rw_list_empty(&net->listeners))
@@ -479,13 +478,7 @@ void rw_ib_conn_destroy_all(struct rw_ib_net *net)
 	while (!rw_list_empty(&net->comms))
 		rw_ib_comm_bury(net, rw_container_of(net->comms.next, struct rw_ib_comm, link),
 				true);
-	while ((shell = rw_grave_pop(&net->dead_comms))) {
-		struct rw_ib_comm *c = rw_list_entry(shell, struct rw_ib_comm, link);
-
-		pthread_mutex_destroy(&c->mr_lock);
-		rw_slab_fini(&c->reqs);
-		free(c);
-	}
-	while ((shell = rw_grave_pop(&net->dead_listeners)))
-		free(rw_list_entry(shell, struct rw_ib_listen, link));
+	rw_grave_free_all(&net->dead_comms, offsetof(struct rw_ib_comm, link),
+			  offsetof(struct rw_ib_comm, reqs));
+	rw_grave_free_all(&net->dead_listeners, offsetof(struct rw_ib_listen, link), 0);
 }

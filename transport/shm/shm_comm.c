@@ -17,34 +17,21 @@
 
 int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **out)
 {
-	/* A full graveyard gives its oldest shell: closed comms cost no more
-	 * than RW_GRAVE_MAX shells however many come and go. */
-	struct rw_list *shell = rw_shm_unbury(net, &net->dead_comms);
-	struct rw_shm_comm *c;
+	/* A full graveyard gives its oldest shell (its generation and its free
+	 * requests go on): closed comms cost no more than RW_GRAVE_MAX shells
+	 * however many come and go. */
+	struct rw_shm_comm *c = rw_grave_alloc(
+		&net->dead_comms, &net->lock, sizeof(*c), offsetof(struct rw_shm_comm, link),
+		offsetof(struct rw_shm_comm, obj), offsetof(struct rw_shm_comm, reqs));
 
-	if (shell) {
-		/* the shell keeps its generation and its (free) requests */
-		struct rw_obj obj;
-		struct rw_slab reqs;
-
-		c = rw_list_entry(shell, struct rw_shm_comm, link);
-		pthread_mutex_destroy(&c->mr_lock);
-		obj = c->obj;
-		reqs = c->reqs;
-		memset(c, 0, sizeof(*c));
-		c->obj = obj;
-		c->reqs = reqs;
-	} else {
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return -ENOMEM;
+	if (!c)
+		return -ENOMEM;
+	if (!c->reqs.size)
 		rw_slab_init(&c->reqs, sizeof(struct rw_shm_req), offsetof(struct rw_shm_req, obj),
 			     RW_SHM_REQ_MAGIC, RW_SHM_SLAB_REQS, RW_SHM_MAX_REQS);
-	}
 	c->base.net = &net->base;
 	rw_obj_open(&c->obj, is_send ? RW_SHM_SEND_MAGIC : RW_SHM_RECV_MAGIC);
 	c->is_send = is_send;
-	rw_list_init(&c->link);
 	c->d.ctl_fd = -1;
 	c->d.seg_fd = -1;
 	c->d.pidfd = -1;
@@ -108,6 +95,7 @@ void rw_shm_comm_close(struct rw_shm_comm *c)
 	}
 	c->mrs = NULL;
 	pthread_mutex_unlock(&c->mr_lock);
+	pthread_mutex_destroy(&c->mr_lock); /* a shell takes no lock */
 	rw_obj_close(&c->obj);
 	rw_shm_live_add(RW_SHM_LIVE_COMMS, -1);
 	rw_shm_bury(rw_shm_comm_net(c), &rw_shm_comm_net(c)->dead_comms, &c->link);

@@ -125,7 +125,7 @@ static struct rw_shm_listen *listen_alloc(struct rw_shm_net *net)
 {
 	struct rw_shm_listen *l = rw_grave_alloc(&net->dead_listeners, &net->lock, sizeof(*l),
 						 offsetof(struct rw_shm_listen, link),
-						 offsetof(struct rw_shm_listen, obj));
+						 offsetof(struct rw_shm_listen, obj), 0);
 
 	if (l)
 		rw_obj_open(&l->obj, RW_SHM_LISTEN_MAGIC);

@@ -119,8 +119,6 @@ static inline struct rw_shm_net *rw_shm_net_from(struct rw_net *n)
 /** Keep the shell of a closed object on graveyard g until the net is
  *  destroyed (under the net's lock). */
 void rw_shm_bury(struct rw_shm_net *net, struct rw_grave *g, struct rw_list *link);
-/** The oldest shell of g, taken off it, once RW_GRAVE_MAX are kept; else NULL. */
-struct rw_list *rw_shm_unbury(struct rw_shm_net *net, struct rw_grave *g);
 
 /* --- listener -------------------------------------------------------------- */
 

@@ -213,31 +213,13 @@ void rw_shm_bury(struct rw_shm_net *net, struct rw_grave *g, struct rw_list *lin
 	pthread_mutex_unlock(&net->lock);
 }
 
-struct rw_list *rw_shm_unbury(struct rw_shm_net *net, struct rw_grave *g)
-{
-	struct rw_list *l;
-
-	pthread_mutex_lock(&net->lock);
-	l = rw_grave_reuse(g);
-	pthread_mutex_unlock(&net->lock);
-	return l;
-}
-
 static void shm_destroy(struct rw_net *base)
 {
 	struct rw_shm_net *net = rw_shm_net_from(base);
 
-	struct rw_list *l;
-
-	while ((l = rw_grave_pop(&net->dead_comms))) {
-		struct rw_shm_comm *c = rw_list_entry(l, struct rw_shm_comm, link);
-
-		pthread_mutex_destroy(&c->mr_lock);
-		rw_slab_fini(&c->reqs);
-		free(c);
-	}
-	while ((l = rw_grave_pop(&net->dead_listeners)))
-		free(rw_list_entry(l, struct rw_shm_listen, link));
+	rw_grave_free_all(&net->dead_comms, offsetof(struct rw_shm_comm, link),
+			  offsetof(struct rw_shm_comm, reqs));
+	rw_grave_free_all(&net->dead_listeners, offsetof(struct rw_shm_listen, link), 0);
 	pthread_mutex_destroy(&net->lock);
 	rw_shm_unmap(net->db, RW_SHM_DB_BYTES);
 	rw_shm_close_fd(&net->db_fd);

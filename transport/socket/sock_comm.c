@@ -15,35 +15,19 @@ const uint32_t rw_sock_comm_kinds[2] = {RW_SOCK_SEND_MAGIC, RW_SOCK_RECV_MAGIC};
 
 struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t kind, const char *peer)
 {
-	struct rw_sock_comm *c = NULL;
-	struct rw_obj obj;
-	struct rw_slab reqs;
+	/* A full graveyard gives its oldest shell (its generation and its free
+	 * requests go on): closed comms cost no more than RW_GRAVE_MAX shells
+	 * however many come and go. */
+	struct rw_sock_comm *c = rw_grave_alloc(
+		&net->dead_comms, &net->lock, sizeof(*c), offsetof(struct rw_sock_comm, link),
+		offsetof(struct rw_sock_comm, obj), offsetof(struct rw_sock_comm, reqs));
 
-	/* A full graveyard gives its oldest shell: closed comms cost no more
-	 * than RW_GRAVE_MAX shells however many come and go. */
-	struct rw_list *shell;
-
-	pthread_mutex_lock(&net->lock);
-	shell = rw_grave_reuse(&net->dead_comms);
-	pthread_mutex_unlock(&net->lock);
-	if (shell) {
-		/* The shell keeps its generation and its (free) requests. */
-		c = rw_list_entry(shell, struct rw_sock_comm, link);
-		free(c->conn);
-		pthread_mutex_destroy(&c->mr_lock);
-		obj = c->obj;
-		reqs = c->reqs;
-		memset(c, 0, sizeof(*c));
-		c->obj = obj;
-		c->reqs = reqs;
-	} else {
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return NULL;
+	if (!c)
+		return NULL;
+	if (!c->reqs.size)
 		rw_slab_init(&c->reqs, sizeof(struct rw_sock_req),
 			     offsetof(struct rw_sock_req, obj), RW_SOCK_REQ_MAGIC,
 			     RW_SOCK_SLAB_REQS, RW_SOCK_MAX_REQS);
-	}
 	c->base.net = &net->base;
 	rw_obj_open(&c->obj, kind);
 	c->net = net;
@@ -52,7 +36,6 @@ struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t kind, 
 	c->timeout_ms = net->base.cfg.timeout_ms;
 	pthread_mutex_init(&c->mr_lock, NULL);
 	rw_list_init(&c->mrs);
-	rw_list_init(&c->link);
 	rw_sock_live_add(RW_SOCK_LIVE_COMMS, 1);
 	return c;
 }
@@ -99,12 +82,15 @@ int rw_sock_comm_start(struct rw_sock_comm *c, int *fds, int nstreams)
 
 void rw_sock_comm_free(struct rw_sock_comm *c)
 {
+	/* Never handed out, but perhaps a reused shell: back to the graveyard. */
 	free(c->conn);
+	c->conn = NULL;
 	pthread_mutex_destroy(&c->mr_lock);
-	rw_slab_fini(&c->reqs);
-	if (rw_obj_state(&c->obj) == RW_OBJ_OPEN)
-		rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);
-	free(c);
+	rw_obj_close(&c->obj);
+	rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);
+	pthread_mutex_lock(&c->net->lock);
+	rw_grave_bury(&c->net->dead_comms, &c->link);
+	pthread_mutex_unlock(&c->net->lock);
 }
 
 int rw_sock_comm_fail(struct rw_sock_comm *c, int err, const char *fmt, ...)
@@ -209,6 +195,7 @@ void rw_sock_comm_close(struct rw_sock_comm *c)
 		rw_sock_live_add(RW_SOCK_LIVE_MRS, -1);
 	}
 	pthread_mutex_unlock(&c->mr_lock);
+	pthread_mutex_destroy(&c->mr_lock); /* a shell takes no lock */
 
 	rw_obj_close(&c->obj);
 	rw_sock_live_add(RW_SOCK_LIVE_COMMS, -1);

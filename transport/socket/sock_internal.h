@@ -379,8 +379,6 @@ int rw_sock_handle_decode(const void *buf, struct rw_sock_handle *h, struct sock
 int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_listen **listen_comm);
 int rw_sock_accept(struct rw_net_listen *listen_comm, struct rw_net_comm **recv_comm);
 int rw_sock_close_listen(struct rw_net_listen *listen_comm);
-/** Free a listener's shell (destroy). */
-void rw_sock_listen_free(struct rw_sock_listen *l);
 int rw_sock_connect(struct rw_net *net, int dev, const void *handle,
 		    struct rw_net_comm **send_comm);
 /** Abandon a connect under way (destroy): close its sockets. */
@@ -393,7 +391,8 @@ void rw_sock_connect_abandon(struct rw_sock_comm *c);
 struct rw_sock_comm *rw_sock_comm_alloc(struct rw_sock_net *net, uint32_t kind, const char *peer);
 /** Give the comm its streams; takes the fds (sets them to -1) on success. */
 int rw_sock_comm_start(struct rw_sock_comm *c, int *fds, int nstreams);
-/** Free a comm that never started (connect failed).  Unlinks nothing. */
+/** Give up a comm that never started (connect or accept failed): what it
+ *  holds goes, its shell waits on the graveyard.  Unlinks it. */
 void rw_sock_comm_free(struct rw_sock_comm *c);
 /** Close an open comm (cancelling its requests) and keep its shell. */
 void rw_sock_comm_close(struct rw_sock_comm *c);

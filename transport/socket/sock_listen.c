@@ -77,7 +77,7 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 	}
 	l = rw_grave_alloc(&sn->dead_listeners, &sn->lock, sizeof(*l),
 			   offsetof(struct rw_sock_listen, link),
-			   offsetof(struct rw_sock_listen, obj));
+			   offsetof(struct rw_sock_listen, obj), 0);
 	if (!l)
 		return -ENOMEM;
 	rw_obj_open(&l->obj, RW_SOCK_LISTEN_MAGIC);
@@ -386,9 +386,4 @@ int rw_sock_close_listen(struct rw_net_listen *listen_comm)
 	pthread_mutex_unlock(&sn->lock);
 	rw_sock_live_add(RW_SOCK_LIVE_LISTENERS, -1);
 	return 0;
-}
-
-void rw_sock_listen_free(struct rw_sock_listen *l)
-{
-	free(l);
 }

@@ -93,7 +93,6 @@ static void sock_destroy(struct rw_net *net)
 {
 	struct rw_sock_net *sn = rw_sock_net_from(net);
 	int open_comms = 0, open_listeners = 0;
-	struct rw_list *shell;
 
 	/* Objects the caller forgot: close them so nothing leaks. */
 	while (!rw_list_empty(&sn->connecting)) {
@@ -119,10 +118,9 @@ static void sock_destroy(struct rw_net *net)
 			"socket: destroy with %d comm(s) and %d listener(s) still open; closed "
 			"them",
 			open_comms, open_listeners);
-	while ((shell = rw_grave_pop(&sn->dead_comms)))
-		rw_sock_comm_free(rw_list_entry(shell, struct rw_sock_comm, link));
-	while ((shell = rw_grave_pop(&sn->dead_listeners)))
-		rw_sock_listen_free(rw_list_entry(shell, struct rw_sock_listen, link));
+	rw_grave_free_all(&sn->dead_comms, offsetof(struct rw_sock_comm, link),
+			  offsetof(struct rw_sock_comm, reqs));
+	rw_grave_free_all(&sn->dead_listeners, offsetof(struct rw_sock_listen, link), 0);
 	for (int i = 0; i < sn->ndev; i++)
 		free(sn->devs[i].pci_path);
 	pthread_mutex_destroy(&sn->lock);
