@@ -310,6 +310,19 @@ struct rw_topo_nic_facts {
  */
 int rw_topo_nic_facts(const char *sysfs_root, const char *name, struct rw_topo_nic_facts *out);
 
+/**
+ * The RoCE version sysfs gives GID `index` of port `port` of an RDMA device
+ * (for verbs libraries without ibv_query_gid_ex): 2 for "RoCE v2", 1 for
+ * another type ("IB/RoCE v1"), 0 when sysfs has no entry.
+ */
+int rw_topo_ib_gid_roce(const char *sysfs_root, const char *ibdev, int port, int index);
+
+/**
+ * Is a GPUDirect peer-memory module loaded (nvidia_peermem, or the older
+ * nv_peer_mem)?  \param[out] evidence  the file that says so (may be NULL).
+ */
+bool rw_topo_peermem_loaded(const char *sysfs_root, const char **evidence);
+
 /* --- pictures --------------------------------------------------------------- */
 
 /**

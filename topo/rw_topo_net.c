@@ -2,8 +2,9 @@
 /*
  * Net properties: what the transports' getProperties report about a NIC.
  * rw_topo_nic_facts() reads one NIC live from sysfs (the transports' one
- * source of PCI path, speed and GUID); rw_topo_net_props() answers from a
- * built model (the plugin takes the rails from it).
+ * source of PCI path, speed and GUID), with the GID types and the
+ * peer-memory module the ib transport asks about; rw_topo_net_props()
+ * answers from a built model (the plugin takes the rails from it).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -99,6 +100,38 @@ int rw_topo_nic_facts(const char *sysfs_root, const char *name, struct rw_topo_n
 		netdev_facts(sysfs_root, name, &f);
 	*out = f;
 	return 0;
+}
+
+int rw_topo_ib_gid_roce(const char *sysfs_root, const char *ibdev, int port, int index)
+{
+	char rel[96 + RW_TOPO_NAME_MAX], buf[32];
+
+	if (!ibdev)
+		return 0;
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%d/gid_attrs/types/%d", ibdev,
+		 port, index);
+	if (rw_sysfs_read(sysfs_root, rel, buf, sizeof(buf)))
+		return 0;
+	return strcmp(buf, "RoCE v2") == 0 ? 2 : 1;
+}
+
+bool rw_topo_peermem_loaded(const char *sysfs_root, const char **evidence)
+{
+	static const char *const files[] = {
+		"sys/kernel/mm/memory_peers/nv_mem/version",
+		"sys/kernel/mm/memory_peers/nv_mem_nc/version",
+		"sys/module/nvidia_peermem/version",
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < RW_ARRAY_SIZE(files); i++) {
+		if (rw_sysfs_read(sysfs_root, files[i], buf, sizeof(buf)) == 0) {
+			if (evidence)
+				*evidence = files[i];
+			return true;
+		}
+	}
+	return false;
 }
 
 int rw_topo_net_props(const struct rw_topo *t, const char *name, struct rw_topo_net_props *out)

@@ -688,6 +688,26 @@ static void sysfs_tree_discovery(void **state)
 	assert_int_equal(rw_topo_nic_facts(root, "", &f), -EINVAL);
 	assert_int_equal(rw_topo_nic_facts(root, NULL, &f), -EINVAL);
 	assert_int_equal(rw_topo_nic_facts(root, "mlx5_0", NULL), -EINVAL);
+
+	/* GID types and the peer-memory module, for the ib transport */
+	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/gid_attrs/types/3",
+		 nic);
+	put(root, dir, "RoCE v2\n");
+	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/gid_attrs/types/2",
+		 nic);
+	put(root, dir, "IB/RoCE v1\n");
+	assert_int_equal(rw_topo_ib_gid_roce(root, "mlx5_0", 1, 3), 2);
+	assert_int_equal(rw_topo_ib_gid_roce(root, "mlx5_0", 1, 2), 1);
+	assert_int_equal(rw_topo_ib_gid_roce(root, "mlx5_0", 1, 4), 0);
+	assert_int_equal(rw_topo_ib_gid_roce(root, "mlx5_0", 2, 3), 0);
+	assert_false(rw_topo_peermem_loaded(root, NULL));
+	put(root, "sys/module/nvidia_peermem/version", "1.1\n");
+	{
+		const char *why = NULL;
+
+		assert_true(rw_topo_peermem_loaded(root, &why));
+		assert_string_equal(why, "sys/module/nvidia_peermem/version");
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	assert_int_equal(system(cmd), 0);
 
