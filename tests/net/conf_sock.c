@@ -11,6 +11,7 @@
 #include "net/net_conformance.h"
 #include "transport/socket/sock.h"
 
+/* clang-format off: one name, value pair a line */
 static const char *const env_default[] = {
 	"RINGWAY_SOCKET_IFNAME", "=lo",
 	"RINGWAY_SOCKET_FAMILY", "ipv4",
@@ -26,6 +27,7 @@ static const char *const env_stripe[] = {
 	"RINGWAY_SOCKET_MIN_STRIPE", "4096",
 	NULL,
 };
+/* clang-format on */
 
 int main(int argc, char **argv)
 {
