@@ -11,7 +11,8 @@
 #include "net/net_conformance.h"
 #include "transport/socket/sock.h"
 
-/* clang-format off: one name, value pair a line */
+/* One name, value pair a line. */
+/* clang-format off */
 static const char *const env_default[] = {
 	"RINGWAY_SOCKET_IFNAME", "=lo",
 	"RINGWAY_SOCKET_FAMILY", "ipv4",
