@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,17 +47,6 @@ struct rw_bootstrap {
 	char (*names)[BOOT_NAME]; /* address of the other end of fds[i] */
 	struct rw_boot_key key;
 };
-
-/* A nonce no one can predict; getrandom() when it answers at once. */
-static uint64_t fresh_nonce(void)
-{
-	static uint64_t count;
-	uint64_t n, k[2] = {rw_now_ns(), (uint64_t)getpid() << 32 ^ (uintptr_t)&n}, c = ++count;
-
-	if (getrandom(&n, sizeof(n), GRND_NONBLOCK) == (ssize_t)sizeof(n))
-		return n;
-	return rw_bootstrap_siphash(k, &c, sizeof(c));
-}
 
 static int set_nonblock(int fd)
 {
@@ -280,7 +268,7 @@ static int root_accept(struct gather *g, int lfd, uint64_t now)
 		if (rc <= 0)
 			return rc; /* 0: all taken */
 		p = &g->gate.c[i];
-		p->tag = c.nonce = fresh_nonce();
+		p->tag = c.nonce = rw_tcp_nonce64();
 		setsockopt(p->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (send(p->fd, &c, sizeof(c), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(c)) {
 			RW_INFO(RW_LOG_INIT, "bootstrap: rank 0: %s left at once", p->name);
@@ -394,7 +382,7 @@ static int peer_handshake(struct rw_bootstrap *b, int fd, uint64_t deadline)
 				  .version = RW_BOOT_VERSION,
 				  .rank = b->rank,
 				  .nranks = b->nranks,
-				  .nonce = fresh_nonce()};
+				  .nonce = rw_tcp_nonce64()};
 	const char *why = "";
 	int rc;
 

@@ -157,12 +157,27 @@ static void hosts_compare_without_ports(void **state)
 	assert_false(rw_tcp_is_loopback(&a));
 }
 
+/* Not an address, but the toolbox's too: the handshakes' nonces. */
+static void nonces_are_never_zero_and_differ(void **state)
+{
+	uint64_t seen[512];
+
+	(void)state;
+	for (size_t i = 0; i < RW_ARRAY_SIZE(seen); i++) {
+		seen[i] = rw_tcp_nonce64();
+		assert_true(seen[i] != 0);
+		for (size_t j = 0; j < i; j++)
+			assert_true(seen[i] != seen[j]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(format_and_parse_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_input_is_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(hosts_compare_without_ports, setup, teardown),
+		cmocka_unit_test_setup_teardown(nonces_are_never_zero_and_differ, setup, teardown),
 	};
 
 	rw_test_log_install();

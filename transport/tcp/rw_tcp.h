@@ -9,6 +9,7 @@
  *                 bounded I/O
  *   tcp_gate.c    accept, and the policy for connections that have not
  *                 proven themselves yet (the "gate")
+ *   tcp_nonce.c   nonces for the handshakes
  *
  * Functions that can fail return 0 (1 where they say "done"), or -errno,
  * and write their outputs only on success.  Nothing here reads the environment: callers pass the
@@ -162,6 +163,13 @@ int rw_tcp_io_step(int fd, void *buf, size_t len, size_t *done, bool out);
  *  -ECONNRESET (the peer closed), -EPIPE or -errno. */
 int rw_tcp_write_all(int fd, const void *buf, size_t len, uint64_t deadline_ms);
 int rw_tcp_read_all(int fd, void *buf, size_t len, uint64_t deadline_ms);
+
+/* --- nonces (tcp_nonce.c) --------------------------------------------------- */
+
+/** A nonce for a handshake (a listener's, a challenge's, a PSN): from
+ *  getrandom() when it answers at once, else mixed from time, pid and a
+ *  counter.  Never 0; never blocks. */
+uint64_t rw_tcp_nonce64(void);
 
 /* --- accept and the unproven-connection policy (tcp_gate.c) --------------- */
 
