@@ -15,10 +15,10 @@
  *   clang -fsanitize=fuzzer,address,undefined -I. -DRW_FUZZ_LIBFUZZER \
  *     -o fuzz_bootstrap tests/coll/fuzz_bootstrap.c coll/bootstrap_auth.c
  *   mkdir -p new && ./fuzz_bootstrap -max_total_time=600 new tests/coll/fuzz_bootstrap_corpus
- * Without RW_FUZZ_LIBFUZZER this is a CTest (test_bootstrap_fuzz): every
- * seed of the corpus folder given, then 2000 mutations of each.
+ * Without RW_FUZZ_LIBFUZZER this is a CTest (test_bootstrap_fuzz,
+ * tests/support/rw_fuzz.h): every seed of the corpus folder given, then 2000
+ * mutations of each (byte 0 kept; some cut short).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -26,14 +26,7 @@
 #include <string.h>
 
 #include "coll/bootstrap.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void check(int ok)
-{
-	if (!ok)
-		abort();
-}
+#include "tests/support/rw_fuzz.h"
 
 static void strings(const uint8_t *data, size_t size)
 {
@@ -46,12 +39,12 @@ static void strings(const uint8_t *data, size_t size)
 	memcpy(s, data, size);
 	s[size] = '\0';
 	rc = rw_bootstrap_parse(s, host, sizeof(host), &port);
-	check(rc == 0 || rc == -EINVAL);
+	rw_fuzz_check(rc == 0 || rc == -EINVAL);
 	if (rc == 0)
-		check(port >= 1 && port <= 65535 && strlen(host) < sizeof(host) && host[0]);
+		rw_fuzz_check(port >= 1 && port <= 65535 && strlen(host) < sizeof(host) && host[0]);
 	rc = rw_bootstrap_key(s, "fallback", &key);
-	check(rc == 0 || rc == -EINVAL);
-	check(rc != 0 || key.set);
+	rw_fuzz_check(rc == 0 || rc == -EINVAL);
+	rw_fuzz_check(rc != 0 || key.set);
 	free(s);
 }
 
@@ -67,16 +60,16 @@ static void hellos(const uint8_t *data, size_t size)
 
 		memcpy(&h, data, sizeof(h));
 		rc = rw_bootstrap_check_hello(&none, nonce, nranks, &h);
-		check(rc == 0 || rc == -EBADMSG || rc == -EPROTONOSUPPORT || rc == -EPROTO);
-		check(rc != 0 || (h.rank > 0 && h.rank < nranks && h.nranks == nranks));
+		rw_fuzz_check(rc == 0 || rc == -EBADMSG || rc == -EPROTONOSUPPORT || rc == -EPROTO);
+		rw_fuzz_check(rc != 0 || (h.rank > 0 && h.rank < nranks && h.nranks == nranks));
 		rc = rw_bootstrap_check_hello(&key, nonce, nranks, &h);
-		check(rc == 0 || rc == -EBADMSG || rc == -EPROTONOSUPPORT || rc == -EACCES ||
-		      rc == -EPROTO);
+		rw_fuzz_check(rc == 0 || rc == -EBADMSG || rc == -EPROTONOSUPPORT ||
+			      rc == -EACCES || rc == -EPROTO);
 		/* the same hello with its hash made right */
 		h.mac = rw_bootstrap_mac(&key, RW_BOOT_LABEL_PEER, nonce, h.nonce, h.rank,
 					 h.nranks);
 		rc = rw_bootstrap_check_hello(&key, nonce, nranks, &h);
-		check(rc != -EACCES);
+		rw_fuzz_check(rc != -EACCES);
 		nonce = rw_bootstrap_siphash(key.k, data, sizeof(h));
 	}
 }
@@ -98,11 +91,11 @@ static void answers(const uint8_t *data, size_t size)
 		const struct rw_boot_key *kk = k ? &key : &none;
 
 		rc = rw_bootstrap_check_challenge(kk, &c);
-		check(rc == 0 || rc == -EPROTO || rc == -EPROTONOSUPPORT || rc == -EACCES);
+		rw_fuzz_check(rc == 0 || rc == -EPROTO || rc == -EPROTONOSUPPORT || rc == -EACCES);
 		rc = rw_bootstrap_check_welcome(kk, c.nonce, &h, &w);
-		check(rc == 0 || rc == -EPROTO || rc == -EACCES || rc == -EEXIST ||
-		      rc == -EPROTONOSUPPORT);
-		check(rc != 0 || (w.status == 0 && w.magic == RW_BOOT_MAGIC));
+		rw_fuzz_check(rc == 0 || rc == -EPROTO || rc == -EACCES || rc == -EEXIST ||
+			      rc == -EPROTONOSUPPORT);
+		rw_fuzz_check(rc != 0 || (w.status == 0 && w.magic == RW_BOOT_MAGIC));
 	}
 }
 
@@ -127,49 +120,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 #ifndef RW_FUZZ_LIBFUZZER
 int main(int argc, char **argv)
 {
-	uint64_t x = 0x9e3779b97f4a7c15ull;
-	struct dirent *e;
-	int seeds = 0;
-	DIR *d;
+	static const struct rw_fuzz_target t = {
+		.name = "fuzz_bootstrap",
+		.one = LLVMFuzzerTestOneInput,
+		.mutations = 2000,
+		.max_edits = 7, /* 4 on average */
+		.keep = 1,
+		.rng = 0x9e3779b97f4a7c15ull,
+		.truncate = true,
+		.min_seeds = 1,
+	};
 
-	if (argc != 2 || !(d = opendir(argv[1]))) {
-		fprintf(stderr, "usage: %s <corpus folder>\n", argv[0]);
-		return 1;
-	}
-	while ((e = readdir(d))) {
-		uint8_t buf[512];
-		char path[4096];
-		size_t n;
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", argv[1], e->d_name);
-		f = fopen(path, "rb");
-		if (!f)
-			continue;
-		n = fread(buf, 1, sizeof(buf), f);
-		fclose(f);
-		LLVMFuzzerTestOneInput(buf, n);
-		for (int m = 0; m < 2000 && n > 1; m++) {
-			uint8_t mut[512];
-			size_t len = n;
-
-			memcpy(mut, buf, n);
-			for (int k = 0; k < 4; k++) {
-				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-				if ((x >> 60) == 0 && len > 2)
-					len = 2 +
-					      (size_t)(x >> 8) % (len - 2); /* truncate, keep 2 */
-				else
-					mut[1 + (x >> 8) % (len - 1)] = (uint8_t)(x >> 40);
-			}
-			LLVMFuzzerTestOneInput(mut, len);
-		}
-		seeds++;
-	}
-	closedir(d);
-	printf("%d seeds, 2000 mutations each: no failure\n", seeds);
-	return seeds > 0 ? 0 : 1;
+	return rw_fuzz_main(argc, argv, &t, NULL, 0);
 }
 #endif
