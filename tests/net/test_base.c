@@ -7,6 +7,7 @@
 #include "support/rw_test.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,6 +184,61 @@ static void grave_bounded(void **state)
 	assert_int_equal(rw_live_get(&counters, 1), 0);
 }
 
+struct shell {
+	char before[8];
+	struct rw_obj obj;
+	struct rw_list link;
+	struct rw_slab reqs;
+	int data;
+};
+
+/* A full graveyard gives its oldest shell: generation and slab kept, the
+ * rest zeroed; rw_grave_free_all frees shells and slabs (ASan: no leak). */
+static void grave_alloc_and_free_all(void **state)
+{
+	const size_t link = offsetof(struct shell, link), obj = offsetof(struct shell, obj),
+		     slab = offsetof(struct shell, reqs);
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct shell *first = NULL, *sh;
+	struct rw_grave g;
+	struct item *req;
+
+	(void)state;
+	rw_grave_init(&g, 2, NULL, 0);
+	for (int i = 0; i < 2; i++) {
+		sh = rw_grave_alloc(&g, &lock, sizeof(*sh), link, obj, slab);
+		assert_non_null(sh);
+		assert_int_equal(sh->data, 0);
+		assert_int_equal(sh->reqs.size, 0); /* new: the caller inits it */
+		assert_int_equal(rw_slab_init(&sh->reqs, sizeof(struct item),
+					      offsetof(struct item, obj), KIND_B, 2, 2),
+				 0);
+		assert_non_null(rw_slab_get(&sh->reqs));
+		rw_obj_open(&sh->obj, KIND_A);
+		sh->data = 7;
+		if (!first)
+			first = sh;
+		rw_obj_close(&sh->obj);
+		rw_slab_reset(&sh->reqs);
+		rw_grave_bury(&g, &sh->link);
+	}
+	/* two kept: the next takes the oldest */
+	sh = rw_grave_alloc(&g, &lock, sizeof(*sh), link, obj, slab);
+	assert_ptr_equal(sh, first);
+	assert_int_equal(sh->data, 0);
+	assert_int_equal(sh->obj.gen, 1);
+	assert_int_equal(sh->reqs.size, sizeof(struct item)); /* its slab stays */
+	req = rw_slab_get(&sh->reqs);
+	assert_non_null(req);
+	assert_int_equal(sh->reqs.nchunks, 1); /* no new memory */
+	rw_obj_open(&sh->obj, KIND_A);
+	assert_int_equal(sh->obj.gen, 2);
+	rw_obj_close(&sh->obj);
+	rw_grave_bury(&g, &sh->link);
+	rw_grave_free_all(&g, link, slab);
+	assert_int_equal(g.n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +248,7 @@ int main(void)
 		cmocka_unit_test(slab_bounded_and_reused),
 		cmocka_unit_test(live_counters),
 		cmocka_unit_test(grave_bounded),
+		cmocka_unit_test(grave_alloc_and_free_all),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
