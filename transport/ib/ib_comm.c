@@ -277,7 +277,7 @@ int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const ch
 	c->dev = d;
 	c->fd = -1;
 	c->nqps = nqps;
-	c->psn = (uint32_t)rw_ib_random64() & 0xffffff;
+	c->psn = (uint32_t)rw_tcp_nonce64() & 0xffffff;
 	c->mtu = d->mtu;
 	c->cts_seq = 1;
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);

@@ -66,7 +66,7 @@ int rw_ib_listen(struct rw_net *base, int dev, void *handle, struct rw_net_liste
 	l->base.net = base;
 	l->net = net;
 	l->dev = dev;
-	l->nonce = rw_ib_random64();
+	l->nonce = rw_tcp_nonce64();
 	rw_list_init(&l->cands);
 	l->fd = -1;
 	rc = rw_tcp_listen(&sa, 128, true, &l->fd);

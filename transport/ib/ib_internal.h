@@ -202,8 +202,6 @@ static inline struct rw_ib_net *rw_ib_net_from(struct rw_net *n)
 	return rw_container_of(n, struct rw_ib_net, base);
 }
 
-uint64_t rw_ib_random64(void);
-
 /* --- listener and set-up (ib_conn.c) -------------------------------------------- */
 
 /** An accepted TCP connection still in the set-up handshake. */

@@ -9,18 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "transport/tcp/rw_tcp.h"
-
-uint64_t rw_ib_random64(void)
-{
-	uint64_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-		v = rw_now_ns() ^ ((uint64_t)getpid() << 32);
-	return v ? v : 1;
-}
 
 /*
  * The address the set-up listens on: the first interface the socket

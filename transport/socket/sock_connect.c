@@ -207,7 +207,7 @@ static struct rw_sock_comm *conn_new(struct rw_sock_net *sn, int dev,
 	k->handle = *h;
 	k->peer = *peer;
 	k->start_ms = rw_now_ms();
-	k->conn_id = rw_sock_random64();
+	k->conn_id = rw_tcp_nonce64();
 	k->nstreams = (int)RW_MIN(RW_MAX(sn->base.cfg.socket_nstreams, 1), RW_SOCK_MAX_STREAMS);
 	for (int i = 0; i < RW_SOCK_MAX_STREAMS; i++)
 		k->fds[i] = -1;

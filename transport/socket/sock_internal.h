@@ -368,7 +368,6 @@ int rw_sock_tune(int fd, const struct rw_config *cfg, const char *what);
  *  of slice_ms, so helper threads sleep in the kernel and wake up to check
  *  for a stalled peer.  0 or -errno. */
 int rw_sock_set_blocking(int fd, int64_t slice_ms);
-uint64_t rw_sock_random64(void);
 void rw_sock_handle_encode(struct rw_sock_handle *h, const struct sockaddr_storage *sa,
 			   uint64_t nonce);
 /** Decode and check a handle.  0 or -EINVAL. */

@@ -103,7 +103,7 @@ int rw_sock_listen(struct rw_net *net, int dev, void *handle, struct rw_net_list
 	l->base.net = net;
 	l->net = sn;
 	l->fd = fd;
-	l->nonce = rw_sock_random64();
+	l->nonce = rw_tcp_nonce64();
 	l->hello_ms = RW_MIN(net->cfg.socket_hello_ms, net->cfg.timeout_ms);
 	rw_tcp_addr_str(&sa, l->addr, sizeof(l->addr));
 	rc = gate_init(l);

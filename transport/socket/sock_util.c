@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/time.h>
 
 #include "transport/socket/sock_internal.h"
@@ -103,18 +102,6 @@ int rw_sock_set_blocking(int fd, int64_t slice_ms)
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)))
 		return -errno;
 	return 0;
-}
-
-uint64_t rw_sock_random64(void)
-{
-	uint64_t v = 0;
-
-	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == (ssize_t)sizeof(v) && v)
-		return v;
-	/* No entropy yet (early boot): still unique enough per process. */
-	v = rw_now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&v;
-	v ^= v >> 33, v *= 0xff51afd7ed558ccdull, v ^= v >> 33;
-	return v ? v : 1;
 }
 
 void rw_sock_handle_encode(struct rw_sock_handle *h, const struct sockaddr_storage *sa,
