@@ -9,7 +9,7 @@
  *      in bounds (or be the default), a plain decimal must read as decimal
  *      (never octal), and printing the table must work;
  *   1: rw_parse_size(), checked against a reference parser;
- *   2: RINGWAY_SOCKET_IFNAME (rw_sock_if_select() over a fixed list of
+ *   2: RINGWAY_SOCKET_IFNAME (rw_tcp_if_select() over a fixed list of
  *      interfaces): what it picks is a subset, of the family asked for,
  *      without duplicates;
  *   3: RINGWAY_IB_HCA (rw_ib_spec_parse(), rw_ib_spec_match()).
@@ -38,7 +38,7 @@
 #include "common/rw_params.h"
 #include "tests/support/rw_fuzz.h"
 #include "transport/ib/ib.h"
-#include "transport/socket/sock.h"
+#include "transport/tcp/rw_tcp.h"
 
 #define MAX_VALUES 64
 
@@ -212,8 +212,8 @@ static void ifnames(const char *s)
 {
 	static const char *const names[] = {"lo",     "eth0",	"eth1",	  "docker0", "ib0",
 					    "virbr0", "enp1s0", "eth0.5", "bond0"};
-	struct rw_sock_ifaddr in[2 * RW_ARRAY_SIZE(names)], out[8];
-	enum rw_sock_if_rule rule;
+	struct rw_tcp_ifaddr in[2 * RW_ARRAY_SIZE(names)], out[8];
+	enum rw_tcp_if_rule rule;
 	size_t nin = 0;
 
 	memset(in, 0, sizeof(in));
@@ -233,7 +233,7 @@ static void ifnames(const char *s)
 	}
 	for (int fam = 0; fam < RW_SOCKET_FAMILY_COUNT; fam++) {
 		size_t max = 1 + (size_t)fam * 3, nout = 99;
-		int rc = rw_sock_if_select(s, fam, in, nin, out, max, &nout, &rule);
+		int rc = rw_tcp_if_select(s, fam, in, nin, out, max, &nout, &rule);
 
 		rw_fuzz_check(rc == 0 && nout <= max);
 		for (size_t i = 0; i < nout; i++) {
