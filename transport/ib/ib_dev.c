@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "gpu/rw_cuda_dmabuf.h"
-#include "topo/rw_sysfs.h"
 #include "topo/rw_topo.h"
 
 /* --- GIDs ------------------------------------------------------------------------ */
@@ -48,17 +47,8 @@ static int read_gids(struct rw_ib_net *net, struct rw_ib_hca *h, uint8_t port, i
 		if (net->v.query_gid(h->ctx, port, i, &g))
 			continue;
 		memcpy(out[i].raw, g.raw, 16);
-		{
-			char rel[160], buf[32];
-
-			snprintf(rel, sizeof(rel),
-				 "sys/class/infiniband/%s/ports/%u/gid_attrs/types/%d", h->name,
-				 port, i);
-			out[i].type = rw_sysfs_read(root, rel, buf, sizeof(buf)) == 0 &&
-						      strcmp(buf, "RoCE v2") == 0
-					      ? RW_IB_GID_ROCE_V2
-					      : RW_IB_GID_ROCE_V1;
-		}
+		out[i].type = rw_topo_ib_gid_roce(root, h->name, port, i) == 2 ? RW_IB_GID_ROCE_V2
+									       : RW_IB_GID_ROCE_V1;
 	}
 	return 0;
 }
@@ -117,30 +107,12 @@ static int choose_gid(struct rw_ib_net *net, struct rw_ib_dev *d, const struct i
 
 /* --- GPUDirect RDMA ----------------------------------------------------------------- */
 
-static bool peermem_loaded(const char *root, const char **evidence)
-{
-	static const char *const files[] = {
-		"sys/kernel/mm/memory_peers/nv_mem/version",
-		"sys/kernel/mm/memory_peers/nv_mem_nc/version",
-		"sys/module/nvidia_peermem/version",
-	};
-	char buf[64];
-
-	for (size_t i = 0; i < RW_ARRAY_SIZE(files); i++) {
-		if (rw_sysfs_read(root, files[i], buf, sizeof(buf)) == 0) {
-			*evidence = files[i];
-			return true;
-		}
-	}
-	return false;
-}
-
 /* Decide the HCA's GPUDirect mode and say why, once. */
 static void gdr_detect(struct rw_ib_net *net, struct rw_ib_hca *h)
 {
 	char dmabuf_why[320] = "", cuda_why[128] = "";
 	const char *pm_evidence = NULL;
-	bool pm = peermem_loaded(net->base.cfg.sysfs_root, &pm_evidence);
+	bool pm = rw_topo_peermem_loaded(net->base.cfg.sysfs_root, &pm_evidence);
 	bool nic_dmabuf = false;
 
 	if (!net->v.reg_dmabuf_mr) {

@@ -31,45 +31,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-/* --- interface selection (pure, no system calls) ----------------------- */
-
-/** One address of one interface, as discovery found it. */
-struct rw_sock_ifaddr {
-	char name[IF_NAMESIZE];
-	struct sockaddr_storage addr; /**< AF_INET or AF_INET6 */
-};
-
-/** Which rule picked the interfaces. */
-enum rw_sock_if_rule {
-	RW_SOCK_IF_RULE_SPEC,	  /**< the user's RINGWAY_SOCKET_IFNAME */
-	RW_SOCK_IF_RULE_DEFAULT,  /**< all but lo*, docker*, virbr* */
-	RW_SOCK_IF_RULE_DOCKER,	  /**< fallback: only docker* exist */
-	RW_SOCK_IF_RULE_LOOPBACK, /**< fallback: only lo* exist */
-};
-
-/**
- * Choose interfaces the way NCCL reads NCCL_SOCKET_IFNAME.
- *
- * spec: comma-separated name prefixes ("eth,ib"); a leading '^' excludes
- * the listed prefixes; a leading '=' makes them exact names; "^=" excludes
- * exact names.  Blanks around names are ignored.  An empty spec (or NULL)
- * applies the default: every interface except lo*, docker* and virbr*, or
- * if that leaves none, docker*, then lo*.
- *
- * family (enum rw_socket_family) filters addresses.  IPv6 link-local
- * addresses are skipped (they need a scope to be reachable).  An interface
- * appears once in the result, with its first IPv4 address when the family
- * allows it, else its first IPv6 address; order is the order of first
- * appearance in `in`.
- *
- * \param[out] out   room for max entries
- * \param[out] nout  number written (0 when nothing matches)
- * \param[out] rule  which rule chose them (may be NULL)
- * \return 0, or -EINVAL on NULL arguments.
- */
-int rw_sock_if_select(const char *spec, int family, const struct rw_sock_ifaddr *in, size_t nin,
-		      struct rw_sock_ifaddr *out, size_t max, size_t *nout,
-		      enum rw_sock_if_rule *rule);
+/* Interface selection is the TCP toolbox's (transport/tcp/rw_tcp.h). */
 
 /* --- handles --------------------------------------------------------- */
 

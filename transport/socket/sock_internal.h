@@ -2,7 +2,6 @@
 /*
  * Objects of the TCP socket transport, shared by its files:
  *   sock_net.c      create/destroy, devices, properties, the ops table
- *   sock_ifname.c   forwarder for sock.h's rw_sock_if_select (toolbox: transport/tcp/)
  *   sock_util.c     addresses, socket options, handles, live counters
  *   sock_listen.c   listen, accept (hello checks), close_listen
  *   sock_connect.c  the non-blocking connect state machine
