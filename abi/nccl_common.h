@@ -22,7 +22,7 @@
 		      #type "." #member " is not in slot " #index)
 #define RW_ABI_OFFSET(type, member, off)                                                           \
 	static_assert(offsetof(type, member) == (off), #type "." #member " is not at "             \
-									 "offset " #off)
+							     "offset " #off)
 #define RW_ABI_SIZE(type, size) static_assert(sizeof(type) == (size), "sizeof(" #type ") != " #size)
 
 /* --- result codes -------------------------------------------------------- */

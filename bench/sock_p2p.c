@@ -33,7 +33,7 @@
 #include "common/rw_params.h"
 #include "transport/rw_net.h"
 
-#define WINDOW 8
+#define WINDOW	 8
 #define LIMIT_MS 120000
 
 struct opts {
@@ -146,15 +146,14 @@ static void setup(struct peer *p)
 		die("reg_mr", -EINVAL);
 	if (p->rank == 0)
 		printf("# rw_net socket: nstreams %lld, min_stripe %zu, dev %s\n",
-		       (long long)cfg.socket_nstreams, cfg.socket_min_stripe,
-		       cfg.socket_ifname);
+		       (long long)cfg.socket_nstreams, cfg.socket_min_stripe, cfg.socket_ifname);
 }
 
 /* Rank 0 sends iters messages (WINDOW in flight), rank 1 receives; one
  * byte back ends the run.  Returns GB/s (1e9) on rank 0. */
 static double rw_bandwidth(struct peer *p, size_t size, int iters)
 {
-	struct rw_net_req *reqs[WINDOW] = { 0 };
+	struct rw_net_req *reqs[WINDOW] = {0};
 	double t0;
 
 	barrier(p->boot);
@@ -193,7 +192,7 @@ static double rw_pingpong(struct peer *p, int iters)
 
 static int raw_socket(struct peer *p)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
 	int one = 1, fd;
 
@@ -237,7 +236,7 @@ static double raw_bandwidth(struct peer *p, int fd, size_t size, int iters)
 
 static double raw_pingpong(struct peer *p, int fd, int iters)
 {
-	char b[8] = { 0 };
+	char b[8] = {0};
 	double t0;
 
 	barrier(p->boot);
@@ -276,9 +275,9 @@ static void run(struct peer *p, const struct opts *o)
 	fd = raw_socket(p);
 	if (p->rank == 0)
 		printf("# %zu B x %d, %d in flight; ping-pong 8 B x %d\n"
-		       "# %-8s %14s %14s %14s %14s\n", o->size, o->iters, WINDOW,
-		       o->pp_iters, "repeat", "rw GB/s", "raw GB/s", "rw rtt us",
-		       "raw rtt us");
+		       "# %-8s %14s %14s %14s %14s\n",
+		       o->size, o->iters, WINDOW, o->pp_iters, "repeat", "rw GB/s", "raw GB/s",
+		       "rw rtt us", "raw rtt us");
 	for (int k = 0; k < o->repeats; k++) {
 		double bw = rw_bandwidth(p, o->size, o->iters);
 		double rbw = raw_bandwidth(p, fd, o->size, o->iters);
@@ -311,8 +310,8 @@ static void run(struct peer *p, const struct opts *o)
 
 int main(int argc, char **argv)
 {
-	struct opts o = { .size = 64 << 20, .iters = 16, .pp_iters = 2000, .repeats = 3 };
-	struct peer p = { 0 };
+	struct opts o = {.size = 64 << 20, .iters = 16, .pp_iters = 2000, .repeats = 3};
+	struct peer p = {0};
 	int sv[2], c, status = 0;
 	pid_t child;
 
@@ -322,11 +321,18 @@ int main(int argc, char **argv)
 			if (rw_parse_size(optarg, &o.size))
 				return 2;
 			break;
-		case 'n': o.iters = atoi(optarg); break;
-		case 'p': o.pp_iters = atoi(optarg); break;
-		case 'r': o.repeats = atoi(optarg); break;
+		case 'n':
+			o.iters = atoi(optarg);
+			break;
+		case 'p':
+			o.pp_iters = atoi(optarg);
+			break;
+		case 'r':
+			o.repeats = atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: sock_p2p [-s size] [-n iters] [-p pingpong_iters] [-r repeats]\n");
+			fprintf(stderr, "usage: sock_p2p [-s size] [-n iters] [-p pingpong_iters] "
+					"[-r repeats]\n");
 			return 2;
 		}
 	}

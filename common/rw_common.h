@@ -13,20 +13,19 @@
 #include <unistd.h>
 
 #define RW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define RW_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define RW_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define RW_DIV_UP(a, b) (((a) + (b) - 1) / (b))
+#define RW_MIN(a, b)	 ((a) < (b) ? (a) : (b))
+#define RW_MAX(a, b)	 ((a) > (b) ? (a) : (b))
+#define RW_DIV_UP(a, b)	 (((a) + (b)-1) / (b))
 
-#define rw_container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define rw_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 #if defined(__GNUC__)
-#define RW_LIKELY(x) __builtin_expect(!!(x), 1)
-#define RW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define RW_LIKELY(x)	__builtin_expect(!!(x), 1)
+#define RW_UNLIKELY(x)	__builtin_expect(!!(x), 0)
 #define RW_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#define RW_UNUSED __attribute__((unused))
+#define RW_UNUSED	__attribute__((unused))
 #else
-#define RW_LIKELY(x) (x)
+#define RW_LIKELY(x)   (x)
 #define RW_UNLIKELY(x) (x)
 #define RW_PRINTF(f, a)
 #define RW_UNUSED

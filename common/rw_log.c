@@ -14,13 +14,12 @@ struct rw_log_state {
 	void *sink_arg;
 };
 
-static struct rw_log_state log_state = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct rw_log_state log_state = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static int log_level = RW_LOG_WARN; /* read lock-free on every call */
 
 static const char *const level_names[] = {
-	[RW_LOG_NONE] = "NONE",	  [RW_LOG_VERSION] = "VERSION",
-	[RW_LOG_WARN] = "WARN",	  [RW_LOG_INFO] = "INFO",
-	[RW_LOG_ABORT] = "ABORT", [RW_LOG_TRACE] = "TRACE",
+	[RW_LOG_NONE] = "NONE", [RW_LOG_VERSION] = "VERSION", [RW_LOG_WARN] = "WARN",
+	[RW_LOG_INFO] = "INFO", [RW_LOG_ABORT] = "ABORT",     [RW_LOG_TRACE] = "TRACE",
 };
 
 void rw_log_set_sink(rw_log_sink_fn fn, void *arg)
@@ -52,8 +51,8 @@ int rw_log_level_parse(const char *s, enum rw_log_level *out)
 	return -EINVAL;
 }
 
-void rw_log_emit(enum rw_log_level level, unsigned long flags, const char *file,
-		 int line, const char *fmt, ...)
+void rw_log_emit(enum rw_log_level level, unsigned long flags, const char *file, int line,
+		 const char *fmt, ...)
 {
 	int saved_errno = errno;
 	rw_log_sink_fn sink;

@@ -43,9 +43,8 @@ enum rw_log_subsys {
  * A sink receives one formatted message (no trailing newline).
  * \param arg the pointer given to rw_log_set_sink().
  */
-typedef void (*rw_log_sink_fn)(void *arg, enum rw_log_level level,
-			       unsigned long flags, const char *file, int line,
-			       const char *msg);
+typedef void (*rw_log_sink_fn)(void *arg, enum rw_log_level level, unsigned long flags,
+			       const char *file, int line, const char *msg);
 
 /**
  * Install the sink (NULL restores stderr) and the level threshold for
@@ -57,24 +56,22 @@ void rw_log_set_level(enum rw_log_level level);
 enum rw_log_level rw_log_get_level(void);
 
 /** Emit a message; use the macros below instead. */
-void rw_log_emit(enum rw_log_level level, unsigned long flags, const char *file,
-		 int line, const char *fmt, ...) RW_PRINTF(5, 6);
+void rw_log_emit(enum rw_log_level level, unsigned long flags, const char *file, int line,
+		 const char *fmt, ...) RW_PRINTF(5, 6);
 
 /** Parse a level name (NONE, VERSION, WARN, INFO, ABORT, TRACE; any case). */
 int rw_log_level_parse(const char *s, enum rw_log_level *out);
 
-#define RW_LOG(level, flags, ...) \
-	rw_log_emit((level), (flags), __FILE__, __LINE__, __VA_ARGS__)
-#define RW_WARN(flags, ...) RW_LOG(RW_LOG_WARN, (flags), __VA_ARGS__)
-#define RW_INFO(flags, ...) RW_LOG(RW_LOG_INFO, (flags), __VA_ARGS__)
+#define RW_LOG(level, flags, ...) rw_log_emit((level), (flags), __FILE__, __LINE__, __VA_ARGS__)
+#define RW_WARN(flags, ...)	  RW_LOG(RW_LOG_WARN, (flags), __VA_ARGS__)
+#define RW_INFO(flags, ...)	  RW_LOG(RW_LOG_INFO, (flags), __VA_ARGS__)
 
 /* Emit at most once per call site (per process). */
-#define RW_LOG_ONCE(level, flags, ...)                                      \
-	do {                                                                \
-		static int rw_log_once_done_;                               \
-		if (!__atomic_exchange_n(&rw_log_once_done_, 1,             \
-					 __ATOMIC_RELAXED))                 \
-			RW_LOG((level), (flags), __VA_ARGS__);              \
+#define RW_LOG_ONCE(level, flags, ...)                                                             \
+	do {                                                                                       \
+		static int rw_log_once_done_;                                                      \
+		if (!__atomic_exchange_n(&rw_log_once_done_, 1, __ATOMIC_RELAXED))                 \
+			RW_LOG((level), (flags), __VA_ARGS__);                                     \
 	} while (0)
 #define RW_WARN_ONCE(flags, ...) RW_LOG_ONCE(RW_LOG_WARN, (flags), __VA_ARGS__)
 
@@ -82,8 +79,8 @@ int rw_log_level_parse(const char *s, enum rw_log_level *out);
 #ifdef RW_ENABLE_TRACE
 #define RW_TRACE(flags, ...) RW_LOG(RW_LOG_TRACE, (flags), __VA_ARGS__)
 #else
-#define RW_TRACE(flags, ...) \
-	do {                 \
+#define RW_TRACE(flags, ...)                                                                       \
+	do {                                                                                       \
 	} while (0)
 #endif
 

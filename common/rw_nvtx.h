@@ -17,11 +17,11 @@
 #if RW_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
 #define RW_NVTX_PUSH(name) nvtxRangePushA(name)
-#define RW_NVTX_POP() nvtxRangePop()
+#define RW_NVTX_POP()	   nvtxRangePop()
 #define RW_NVTX_MARK(name) nvtxMarkA(name)
 #else
 #define RW_NVTX_PUSH(name) ((void)(name))
-#define RW_NVTX_POP() ((void)0)
+#define RW_NVTX_POP()	   ((void)0)
 #define RW_NVTX_MARK(name) ((void)(name))
 #endif
 

@@ -24,10 +24,10 @@ extern "C" {
 
 /** What a pointer points to, as CUDA sees it. */
 enum rw_mem_kind {
-	RW_MEM_HOST,        /* ordinary host memory, or CUDA is absent */
+	RW_MEM_HOST,	    /* ordinary host memory, or CUDA is absent */
 	RW_MEM_HOST_PINNED, /* host memory registered with or allocated by CUDA */
-	RW_MEM_DEVICE,      /* device memory */
-	RW_MEM_MANAGED,     /* unified (managed) memory */
+	RW_MEM_DEVICE,	    /* device memory */
+	RW_MEM_MANAGED,	    /* unified (managed) memory */
 };
 
 /**

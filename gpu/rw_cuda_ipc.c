@@ -21,7 +21,6 @@
 
 #include <cuda_runtime_api.h>
 
-
 /* CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) */
 typedef int (*mem_range_fn)(unsigned long long *base, size_t *size, unsigned long long p);
 

@@ -10,9 +10,11 @@
 
 #include "common/rw_log.h"
 
-#define RW_NO_CUDA(call)                                                         \
-	(RW_WARN(RW_LOG_INIT, "%s: this ringway was built without CUDA "      \
-		 "(RINGWAY_WITH_CUDA=OFF or no CUDA toolkit found)", call),     \
+#define RW_NO_CUDA(call)                                                                           \
+	(RW_WARN(RW_LOG_INIT,                                                                      \
+		 "%s: this ringway was built without CUDA "                                        \
+		 "(RINGWAY_WITH_CUDA=OFF or no CUDA toolkit found)",                               \
+		 call),                                                                            \
 	 -ENOTSUP)
 
 int rw_cuda_device_count(int *count)

@@ -4,7 +4,7 @@
  * with -mavx2 -mf16c (kernels/CMakeLists.txt) and used only when the CPU
  * reports both (rw_reduce.c).
  */
-#define RW_VB 32
+#define RW_VB	32
 #define RW_F16C 1
 #include "kernels/reduce_impl.h"
 

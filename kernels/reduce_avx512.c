@@ -5,7 +5,7 @@
  * -mavx512dq -mavx512vl -mf16c (kernels/CMakeLists.txt) and used only when
  * the CPU reports all of them (rw_reduce.c).
  */
-#define RW_VB 64
+#define RW_VB	64
 #define RW_F16C 1
 #include "kernels/reduce_impl.h"
 

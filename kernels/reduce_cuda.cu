@@ -36,7 +36,8 @@ extern "C" {
 #include "gpu/rw_cuda.h"
 #include "kernels/reduce_internal.h"
 
-namespace {
+namespace
+{
 
 constexpr int kThreads = 256;
 
@@ -52,12 +53,17 @@ struct FoldArgs {
 
 /* ---- element types: storage S, arithmetic in A ------------------------ */
 
-template <typename T>
-struct IntElem {
+template <typename T> struct IntElem {
 	typedef T S;
 	typedef T A;
-	static __device__ __forceinline__ A load(S v) { return v; }
-	static __device__ __forceinline__ S store(A v) { return v; }
+	static __device__ __forceinline__ A load(S v)
+	{
+		return v;
+	}
+	static __device__ __forceinline__ S store(A v)
+	{
+		return v;
+	}
 	static __device__ __forceinline__ A apply(A a, A b, int op)
 	{
 		typedef typename std::make_unsigned<T>::type U;
@@ -107,8 +113,7 @@ __device__ __forceinline__ double fmin_num(double a, double b)
 	return (b < a || a != a) ? b : a;
 }
 
-template <typename F>
-__device__ __forceinline__ F float_apply(F a, F b, int op)
+template <typename F> __device__ __forceinline__ F float_apply(F a, F b, int op)
 {
 	switch (op) {
 	case RW_OP_PROD:
@@ -122,37 +127,70 @@ __device__ __forceinline__ F float_apply(F a, F b, int op)
 	}
 }
 
-template <typename T>
-struct FloatElem {
+template <typename T> struct FloatElem {
 	typedef T S;
 	typedef T A;
-	static __device__ __forceinline__ A load(S v) { return v; }
-	static __device__ __forceinline__ S store(A v) { return v; }
-	static __device__ __forceinline__ A apply(A a, A b, int op) { return float_apply(a, b, op); }
-	static __device__ __forceinline__ A divide(A a, unsigned int n) { return a / (A)n; }
+	static __device__ __forceinline__ A load(S v)
+	{
+		return v;
+	}
+	static __device__ __forceinline__ S store(A v)
+	{
+		return v;
+	}
+	static __device__ __forceinline__ A apply(A a, A b, int op)
+	{
+		return float_apply(a, b, op);
+	}
+	static __device__ __forceinline__ A divide(A a, unsigned int n)
+	{
+		return a / (A)n;
+	}
 };
 
 /* Narrow floats: codes in S, arithmetic in float32, round to nearest even. */
-template <typename Codec, typename T>
-struct NarrowElem {
+template <typename Codec, typename T> struct NarrowElem {
 	typedef T S;
 	typedef float A;
-	static __device__ __forceinline__ A load(S v) { return Codec::to_float(v); }
-	static __device__ __forceinline__ S store(A v) { return Codec::from_float(v); }
-	static __device__ __forceinline__ A apply(A a, A b, int op) { return float_apply(a, b, op); }
-	static __device__ __forceinline__ A divide(A a, unsigned int n) { return a / (float)n; }
+	static __device__ __forceinline__ A load(S v)
+	{
+		return Codec::to_float(v);
+	}
+	static __device__ __forceinline__ S store(A v)
+	{
+		return Codec::from_float(v);
+	}
+	static __device__ __forceinline__ A apply(A a, A b, int op)
+	{
+		return float_apply(a, b, op);
+	}
+	static __device__ __forceinline__ A divide(A a, unsigned int n)
+	{
+		return a / (float)n;
+	}
 };
 
 struct F16Codec {
-	static __device__ __forceinline__ float to_float(uint16_t v) { return __half2float(__ushort_as_half(v)); }
-	static __device__ __forceinline__ uint16_t from_float(float v) { return __half_as_ushort(__float2half_rn(v)); }
+	static __device__ __forceinline__ float to_float(uint16_t v)
+	{
+		return __half2float(__ushort_as_half(v));
+	}
+	static __device__ __forceinline__ uint16_t from_float(float v)
+	{
+		return __half_as_ushort(__float2half_rn(v));
+	}
 };
 struct BF16Codec {
-	static __device__ __forceinline__ float to_float(uint16_t v) { return __uint_as_float((uint32_t)v << 16); }
-	static __device__ __forceinline__ uint16_t from_float(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+	static __device__ __forceinline__ float to_float(uint16_t v)
+	{
+		return __uint_as_float((uint32_t)v << 16);
+	}
+	static __device__ __forceinline__ uint16_t from_float(float v)
+	{
+		return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+	}
 };
-template <__nv_fp8_interpretation_t I>
-struct FP8Codec {
+template <__nv_fp8_interpretation_t I> struct FP8Codec {
 	static __device__ __forceinline__ float to_float(uint8_t v)
 	{
 		__half_raw h = __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)v, I);
@@ -166,25 +204,38 @@ struct FP8Codec {
 
 /* (kind, bytes) of rw_types.def -> element type. */
 template <int Kind, int Bytes> struct Elem;
-template <> struct Elem<RW_KIND_SINT, 1> : IntElem<int8_t> {};
-template <> struct Elem<RW_KIND_SINT, 2> : IntElem<int16_t> {};
-template <> struct Elem<RW_KIND_SINT, 4> : IntElem<int32_t> {};
-template <> struct Elem<RW_KIND_SINT, 8> : IntElem<int64_t> {};
-template <> struct Elem<RW_KIND_UINT, 1> : IntElem<uint8_t> {};
-template <> struct Elem<RW_KIND_UINT, 2> : IntElem<uint16_t> {};
-template <> struct Elem<RW_KIND_UINT, 4> : IntElem<uint32_t> {};
-template <> struct Elem<RW_KIND_UINT, 8> : IntElem<uint64_t> {};
-template <> struct Elem<RW_KIND_FLOAT, 4> : FloatElem<float> {};
-template <> struct Elem<RW_KIND_FLOAT, 8> : FloatElem<double> {};
-template <> struct Elem<RW_KIND_F16, 2> : NarrowElem<F16Codec, uint16_t> {};
-template <> struct Elem<RW_KIND_BF16, 2> : NarrowElem<BF16Codec, uint16_t> {};
-template <> struct Elem<RW_KIND_E4M3, 1> : NarrowElem<FP8Codec<__NV_E4M3>, uint8_t> {};
-template <> struct Elem<RW_KIND_E5M2, 1> : NarrowElem<FP8Codec<__NV_E5M2>, uint8_t> {};
+template <> struct Elem<RW_KIND_SINT, 1> : IntElem<int8_t> {
+};
+template <> struct Elem<RW_KIND_SINT, 2> : IntElem<int16_t> {
+};
+template <> struct Elem<RW_KIND_SINT, 4> : IntElem<int32_t> {
+};
+template <> struct Elem<RW_KIND_SINT, 8> : IntElem<int64_t> {
+};
+template <> struct Elem<RW_KIND_UINT, 1> : IntElem<uint8_t> {
+};
+template <> struct Elem<RW_KIND_UINT, 2> : IntElem<uint16_t> {
+};
+template <> struct Elem<RW_KIND_UINT, 4> : IntElem<uint32_t> {
+};
+template <> struct Elem<RW_KIND_UINT, 8> : IntElem<uint64_t> {
+};
+template <> struct Elem<RW_KIND_FLOAT, 4> : FloatElem<float> {
+};
+template <> struct Elem<RW_KIND_FLOAT, 8> : FloatElem<double> {
+};
+template <> struct Elem<RW_KIND_F16, 2> : NarrowElem<F16Codec, uint16_t> {
+};
+template <> struct Elem<RW_KIND_BF16, 2> : NarrowElem<BF16Codec, uint16_t> {
+};
+template <> struct Elem<RW_KIND_E4M3, 1> : NarrowElem<FP8Codec<__NV_E4M3>, uint8_t> {
+};
+template <> struct Elem<RW_KIND_E5M2, 1> : NarrowElem<FP8Codec<__NV_E5M2>, uint8_t> {
+};
 
 /* ---- loads and the fold ------------------------------------------------- */
 
-template <typename S, bool Bytes>
-__device__ __forceinline__ S load_elem(const char *p)
+template <typename S, bool Bytes> __device__ __forceinline__ S load_elem(const char *p)
 {
 	if (Bytes) {
 		S v;
@@ -194,8 +245,7 @@ __device__ __forceinline__ S load_elem(const char *p)
 	return *reinterpret_cast<const S *>(p);
 }
 
-template <typename S, bool Bytes>
-__device__ __forceinline__ void store_elem(char *p, S v)
+template <typename S, bool Bytes> __device__ __forceinline__ void store_elem(char *p, S v)
 {
 	if (Bytes)
 		memcpy(p, &v, sizeof(S));
@@ -206,8 +256,7 @@ __device__ __forceinline__ void store_elem(char *p, S v)
 /* Sources of a fold: Two (the engine's case) indexes them statically, so
  * the arguments stay in the parameter bank; otherwise they are indexed at
  * run time (the compiler copies them to local memory). */
-template <bool Two>
-__device__ __forceinline__ unsigned int nsrcs_of(const FoldArgs &p)
+template <bool Two> __device__ __forceinline__ unsigned int nsrcs_of(const FoldArgs &p)
 {
 	return Two ? 2 : p.nsrcs;
 }
@@ -221,14 +270,14 @@ __device__ __forceinline__ void fold_elem(const FoldArgs &p, size_t i)
 	S acc = load_elem<S, Bytes>(p.src[0] + at);
 
 	for (unsigned int j = 1; j < nsrcs_of<Two>(p); j++)
-		acc = E::store(E::apply(E::load(acc), E::load(load_elem<S, Bytes>(p.src[j] + at)), Op));
+		acc = E::store(
+			E::apply(E::load(acc), E::load(load_elem<S, Bytes>(p.src[j] + at)), Op));
 	if (p.nranks)
 		acc = E::store(E::divide(E::load(acc), p.nranks));
 	store_elem<S, Bytes>(p.dst + at, acc);
 }
 
-template <class E>
-union Vec16 {
+template <class E> union Vec16 {
 	uint4 u;
 	typename E::S e[16 / sizeof(typename E::S)];
 };
@@ -241,8 +290,7 @@ __device__ __forceinline__ void vec_apply(Vec16<E> &acc, const Vec16<E> &t)
 		acc.e[k] = E::store(E::apply(E::load(acc.e[k]), E::load(t.e[k]), Op));
 }
 
-template <class E>
-__device__ __forceinline__ void vec_divide(Vec16<E> &acc, unsigned int n)
+template <class E> __device__ __forceinline__ void vec_divide(Vec16<E> &acc, unsigned int n)
 {
 #pragma unroll
 	for (int k = 0; k < (int)(16 / sizeof(typename E::S)); k++)
@@ -301,17 +349,16 @@ __global__ void __launch_bounds__(kThreads) fold_kernel(FoldArgs p, int mode)
 
 /* ---- launch ------------------------------------------------------------- */
 
-int launch_failed(const char *what, cudaError_t e, const struct rw_dev_fold *f,
-		  cudaStream_t stream)
+int launch_failed(const char *what, cudaError_t e, const struct rw_dev_fold *f, cudaStream_t stream)
 {
-	RW_WARN(RW_LOG_COLL, "reduce on device: %s(dst=%p, nsrcs=%u, count=%zu, stream=%p) failed: %s (%s)",
+	RW_WARN(RW_LOG_COLL,
+		"reduce on device: %s(dst=%p, nsrcs=%u, count=%zu, stream=%p) failed: %s (%s)",
 		what, f->dst, f->nsrcs, f->count, (void *)stream, cudaGetErrorString(e),
 		cudaGetErrorName(e));
 	return rw_cuda_errno(e);
 }
 
-template <class E, int Op>
-int launch(const struct rw_dev_fold *f, cudaStream_t stream)
+template <class E, int Op> int launch(const struct rw_dev_fold *f, cudaStream_t stream)
 {
 	typedef typename E::S S;
 	FoldArgs p = {};
@@ -369,55 +416,60 @@ typedef int rw_dev_fn(const struct rw_dev_fold *f, cudaStream_t stream);
 
 /* The kernels of rw_types.def.  Device folds divide inside the sum kernel
  * (nranks), so the rw_div_* names exist on the host only. */
-#define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div)     \
-	int f_sum(const struct rw_dev_fold *f, cudaStream_t s)                       \
-	{                                                                            \
-		return launch<Elem<kind, bytes>, RW_OP_SUM>(f, s);                   \
-	}                                                                            \
-	int f_prod(const struct rw_dev_fold *f, cudaStream_t s)                      \
-	{                                                                            \
-		return launch<Elem<kind, bytes>, RW_OP_PROD>(f, s);                  \
-	}                                                                            \
-	int f_max(const struct rw_dev_fold *f, cudaStream_t s)                       \
-	{                                                                            \
-		return launch<Elem<kind, bytes>, RW_OP_MAX>(f, s);                   \
-	}                                                                            \
-	int f_min(const struct rw_dev_fold *f, cudaStream_t s)                       \
-	{                                                                            \
-		return launch<Elem<kind, bytes>, RW_OP_MIN>(f, s);                   \
+#define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div)                   \
+	int f_sum(const struct rw_dev_fold *f, cudaStream_t s)                                     \
+	{                                                                                          \
+		return launch<Elem<kind, bytes>, RW_OP_SUM>(f, s);                                 \
+	}                                                                                          \
+	int f_prod(const struct rw_dev_fold *f, cudaStream_t s)                                    \
+	{                                                                                          \
+		return launch<Elem<kind, bytes>, RW_OP_PROD>(f, s);                                \
+	}                                                                                          \
+	int f_max(const struct rw_dev_fold *f, cudaStream_t s)                                     \
+	{                                                                                          \
+		return launch<Elem<kind, bytes>, RW_OP_MAX>(f, s);                                 \
+	}                                                                                          \
+	int f_min(const struct rw_dev_fold *f, cudaStream_t s)                                     \
+	{                                                                                          \
+		return launch<Elem<kind, bytes>, RW_OP_MIN>(f, s);                                 \
 	}
 #include "kernels/rw_types.def"
 
 /* [op][dtype]; avg folds with sum (the caller passes nranks). */
 rw_dev_fn *const rw_reduce_fns[][RW_DTYPE_COUNT] = {
-	[RW_OP_SUM] = {
+	[RW_OP_SUM] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_sum,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_PROD] = {
+		},
+	[RW_OP_PROD] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_prod,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_MAX] = {
+		},
+	[RW_OP_MAX] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_max,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_MIN] = {
+		},
+	[RW_OP_MIN] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_min,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_AVG] = {
+		},
+	[RW_OP_AVG] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_sum,
 #include "kernels/rw_types.def"
-	},
+		},
 };
 static_assert(sizeof(rw_reduce_fns) / sizeof(rw_reduce_fns[0]) == RW_OP_COUNT,
 	      "rw_reduce_fns needs one row per op of rw_ops.def");
 
 } /* namespace */
 
-extern "C" int rw_cuda_fold(const struct rw_dev_fold *f, enum rw_dtype dtype,
-			    enum rw_op op, void *stream)
+extern "C" int rw_cuda_fold(const struct rw_dev_fold *f, enum rw_dtype dtype, enum rw_op op,
+			    void *stream)
 {
 	return rw_reduce_fns[op][dtype](f, (cudaStream_t)stream);
 }

@@ -62,28 +62,27 @@ typedef uint16_t rw_vh16 __attribute__((vector_size(RW_VB / 2)));
  * is defined there and gives two's complement bits); max/min compare with
  * the signedness of kind and select with the comparison mask.
  */
-#define RW_INT_BLOCK(fn, VS, VU)                                               \
-	RW_INLINE void fn(char *d, const char *a, const char *b,               \
-			  enum rw_kind kind, enum rw_op op)                    \
-	{                                                                      \
-		VU x, y, r, m;                                                 \
-                                                                               \
-		memcpy(&x, a, RW_VB);                                          \
-		memcpy(&y, b, RW_VB);                                          \
-		if (op == RW_OP_PROD) {                                        \
-			r = x * y;                                             \
-		} else if (op == RW_OP_MAX || op == RW_OP_MIN) {               \
-			if (kind == RW_KIND_SINT)                              \
-				m = (VU)((VS)x > (VS)y);                       \
-			else                                                   \
-				m = (VU)(x > y);                               \
-			if (op == RW_OP_MIN)                                   \
-				m = ~m;                                        \
-			r = (x & m) | (y & ~m);                                \
-		} else {                                                       \
-			r = x + y;                                             \
-		}                                                              \
-		memcpy(d, &r, RW_VB);                                          \
+#define RW_INT_BLOCK(fn, VS, VU)                                                                   \
+	RW_INLINE void fn(char *d, const char *a, const char *b, enum rw_kind kind, enum rw_op op) \
+	{                                                                                          \
+		VU x, y, r, m;                                                                     \
+                                                                                                   \
+		memcpy(&x, a, RW_VB);                                                              \
+		memcpy(&y, b, RW_VB);                                                              \
+		if (op == RW_OP_PROD) {                                                            \
+			r = x * y;                                                                 \
+		} else if (op == RW_OP_MAX || op == RW_OP_MIN) {                                   \
+			if (kind == RW_KIND_SINT)                                                  \
+				m = (VU)((VS)x > (VS)y);                                           \
+			else                                                                       \
+				m = (VU)(x > y);                                                   \
+			if (op == RW_OP_MIN)                                                       \
+				m = ~m;                                                            \
+			r = (x & m) | (y & ~m);                                                    \
+		} else {                                                                           \
+			r = x + y;                                                                 \
+		}                                                                                  \
+		memcpy(d, &r, RW_VB);                                                              \
 	}
 RW_INT_BLOCK(rw_block_int8, rw_vi8, rw_vu8)
 RW_INT_BLOCK(rw_block_int16, rw_vi16, rw_vu16)
@@ -92,8 +91,7 @@ RW_INT_BLOCK(rw_block_int64, rw_vi64, rw_vu64)
 #undef RW_INT_BLOCK
 
 /* One element of an integer avg: truncating division, as C and NCCL do. */
-RW_INLINE void rw_div_int(char *d, const char *s, enum rw_kind kind, size_t size,
-			  unsigned int n)
+RW_INLINE void rw_div_int(char *d, const char *s, enum rw_kind kind, size_t size, unsigned int n)
 {
 	if (kind == RW_KIND_SINT) {
 		uint64_t u = 0;
@@ -135,7 +133,8 @@ RW_INLINE void rw_div_small_int(char *d, const char *s, enum rw_kind kind, size_
 			v = (rw_vi32)(x << (32 - bits - k)) >> (32 - bits);
 		else
 			v = (rw_vi32)((x >> k) & mask);
-		v = __builtin_convertvector(__builtin_convertvector(v, rw_vf32) / (float)n, rw_vi32);
+		v = __builtin_convertvector(__builtin_convertvector(v, rw_vf32) / (float)n,
+					    rw_vi32);
 		r |= ((rw_vu32)v & mask) << k;
 	}
 	memcpy(d, &r, RW_VB);
@@ -164,7 +163,8 @@ RW_INLINE void rw_div_int32(char *d, const char *s, enum rw_kind kind, unsigned 
 
 			q = (__builtin_convertvector(x ^ INT32_MIN, rw_vf64) + 0x1p31) / (double)n;
 			big = __builtin_convertvector(q >= 0x1p31, rw_vi32h);
-			r = __builtin_convertvector(q - 0x1p31, rw_vi32h) ^ INT32_MIN; /* q >= 2^31 */
+			r = __builtin_convertvector(q - 0x1p31, rw_vi32h) ^
+			    INT32_MIN; /* q >= 2^31 */
 			r = (big & r) | (~big & __builtin_convertvector(q, rw_vi32h));
 		}
 		memcpy(d + k * (RW_VB / 2), &r, RW_VB / 2);
@@ -178,30 +178,30 @@ RW_INLINE void rw_div_int32(char *d, const char *s, enum rw_kind kind, unsigned 
  * take b where b is larger (smaller) or a is NaN; where a == b (which
  * covers +0 == -0) AND the bits for max (a +0 wins) or OR them for min.
  */
-#define RW_FLOAT_OP(fn, VF, VI)                                                \
-	RW_INLINE VF fn(VF a, VF b, enum rw_op op)                             \
-	{                                                                      \
-		VI ia = (VI)a, ib = (VI)b, take_b, eq, r;                      \
-                                                                               \
-		switch (op) {                                                  \
-		case RW_OP_PROD:                                               \
-			return a * b;                                          \
-		case RW_OP_MAX:                                                \
-		case RW_OP_MIN:                                                \
-			if (op == RW_OP_MAX)                                   \
-				take_b = (b > a) | (a != a);                   \
-			else                                                   \
-				take_b = (b < a) | (a != a);                   \
-			eq = a == b;                                           \
-			r = (ib & take_b) | (ia & ~take_b);                    \
-			if (op == RW_OP_MAX)                                   \
-				r = (eq & (ia & ib)) | (~eq & r);              \
-			else                                                   \
-				r = (eq & (ia | ib)) | (~eq & r);              \
-			return (VF)r;                                          \
-		default:                                                       \
-			return a + b;                                          \
-		}                                                              \
+#define RW_FLOAT_OP(fn, VF, VI)                                                                    \
+	RW_INLINE VF fn(VF a, VF b, enum rw_op op)                                                 \
+	{                                                                                          \
+		VI ia = (VI)a, ib = (VI)b, take_b, eq, r;                                          \
+                                                                                                   \
+		switch (op) {                                                                      \
+		case RW_OP_PROD:                                                                   \
+			return a * b;                                                              \
+		case RW_OP_MAX:                                                                    \
+		case RW_OP_MIN:                                                                    \
+			if (op == RW_OP_MAX)                                                       \
+				take_b = (b > a) | (a != a);                                       \
+			else                                                                       \
+				take_b = (b < a) | (a != a);                                       \
+			eq = a == b;                                                               \
+			r = (ib & take_b) | (ia & ~take_b);                                        \
+			if (op == RW_OP_MAX)                                                       \
+				r = (eq & (ia & ib)) | (~eq & r);                                  \
+			else                                                                       \
+				r = (eq & (ia | ib)) | (~eq & r);                                  \
+			return (VF)r;                                                              \
+		default:                                                                           \
+			return a + b;                                                              \
+		}                                                                                  \
 	}
 RW_FLOAT_OP(rw_f32_op, rw_vf32, rw_vi32)
 RW_FLOAT_OP(rw_f64_op, rw_vf64, rw_vi64)
@@ -231,37 +231,61 @@ RW_INLINE void rw_block_f64(char *d, const char *a, const char *b, enum rw_op op
 
 /* A narrow binary format, for the integer decoder and encoder. */
 struct rw_small_fmt {
-	uint32_t mag_mask;   /* magnitude bits of a code (sign is the next bit) */
-	uint32_t shift;      /* 23 - mantissa bits */
-	float scale;         /* 2^(127 - bias) */
-	uint32_t special;    /* magnitudes >= this have an all-ones exponent */
-	int nan_only;        /* the specials are all NaN (e4m3: no Inf) */
-	uint32_t rebias;     /* (127 - bias) << 23 */
-	uint32_t minnorm;    /* float32 bits of the smallest normal */
-	uint32_t big;        /* float32 bits from which the code is big_code */
-	uint32_t big_code;   /* largest finite (saturating) or Inf */
+	uint32_t mag_mask; /* magnitude bits of a code (sign is the next bit) */
+	uint32_t shift;	   /* 23 - mantissa bits */
+	float scale;	   /* 2^(127 - bias) */
+	uint32_t special;  /* magnitudes >= this have an all-ones exponent */
+	int nan_only;	   /* the specials are all NaN (e4m3: no Inf) */
+	uint32_t rebias;   /* (127 - bias) << 23 */
+	uint32_t minnorm;  /* float32 bits of the smallest normal */
+	uint32_t big;	   /* float32 bits from which the code is big_code */
+	uint32_t big_code; /* largest finite (saturating) or Inf */
 	uint32_t nan_code;
-	float magic;         /* 2^(23 + exponent of the smallest subnormal) */
+	float magic;	     /* 2^(23 + exponent of the smallest subnormal) */
 	uint32_t sign_shift; /* 31 - position of the sign bit */
 };
 
 static const struct rw_small_fmt rw_fmt_f16 = {
-	.mag_mask = 0x7fff, .shift = 13, .scale = 0x1p112f, .special = 0x7c00,
-	.nan_only = 0, .rebias = 112u << 23, .minnorm = 113u << 23,
+	.mag_mask = 0x7fff,
+	.shift = 13,
+	.scale = 0x1p112f,
+	.special = 0x7c00,
+	.nan_only = 0,
+	.rebias = 112u << 23,
+	.minnorm = 113u << 23,
 	.big = 0x477ff000u, /* 65520: halfway to 2^16, rounds to Inf */
-	.big_code = 0x7c00, .nan_code = 0x7e00, .magic = 0x1p-1f, .sign_shift = 16,
+	.big_code = 0x7c00,
+	.nan_code = 0x7e00,
+	.magic = 0x1p-1f,
+	.sign_shift = 16,
 };
 static const struct rw_small_fmt rw_fmt_e4m3 = {
-	.mag_mask = 0x7f, .shift = 20, .scale = 0x1p120f, .special = 0x7f,
-	.nan_only = 1, .rebias = 120u << 23, .minnorm = 121u << 23,
+	.mag_mask = 0x7f,
+	.shift = 20,
+	.scale = 0x1p120f,
+	.special = 0x7f,
+	.nan_only = 1,
+	.rebias = 120u << 23,
+	.minnorm = 121u << 23,
 	.big = 0x43e00001u, /* above 448: saturates */
-	.big_code = 0x7e, .nan_code = 0x7f, .magic = 0x1p14f, .sign_shift = 24,
+	.big_code = 0x7e,
+	.nan_code = 0x7f,
+	.magic = 0x1p14f,
+	.sign_shift = 24,
 };
 static const struct rw_small_fmt rw_fmt_e5m2 = {
-	.mag_mask = 0x7f, .shift = 21, .scale = 0x1p112f, .special = 0x7c,
-	.nan_only = 0, .rebias = 112u << 23, .minnorm = 113u << 23,
+	.mag_mask = 0x7f,
+	.shift = 21,
+	.scale = 0x1p112f,
+	.special = 0x7c,
+	.nan_only = 0,
+	.rebias = 112u << 23,
+	.minnorm = 113u << 23,
 	.big = 0x47600001u, /* above 57344: saturates */
-	.big_code = 0x7b, .nan_code = 0x7f, .magic = 0x1p7f, .sign_shift = 24,
+	.big_code = 0x7b,
+	.nan_code = 0x7f,
+	.magic = 0x1p7f,
+	.sign_shift = 24,
 };
 
 /*
@@ -300,8 +324,8 @@ RW_INLINE rw_vu32 rw_small_encode(rw_vf32 v, const struct rw_small_fmt f)
 	rw_vu32 nan = (rw_vu32)((rw_vi32)a > 0x7f800000);
 	rw_vu32 big = (rw_vu32)((rw_vi32)a >= (int32_t)f.big);
 	rw_vu32 norm = (rw_vu32)((rw_vi32)a >= (int32_t)f.minnorm);
-	rw_vu32 on = (a - f.rebias + ((1u << (f.shift - 1)) - 1) +
-		      ((a >> f.shift) & 1u)) >> f.shift;
+	rw_vu32 on =
+		(a - f.rebias + ((1u << (f.shift - 1)) - 1) + ((a >> f.shift) & 1u)) >> f.shift;
 	rw_vu32 os, o;
 	uint32_t magic_bits;
 
@@ -381,8 +405,7 @@ RW_INLINE void rw_block_bf16(char *d, const char *a, const char *b, enum rw_op o
 	memcpy(&x, a, RW_VB);
 	memcpy(&y, b, RW_VB);
 	lo = rw_bf16_round(rw_f32_op((rw_vf32)(x << 16), (rw_vf32)(y << 16), op));
-	hi = rw_bf16_round(rw_f32_op((rw_vf32)(x & 0xffff0000u),
-				     (rw_vf32)(y & 0xffff0000u), op));
+	hi = rw_bf16_round(rw_f32_op((rw_vf32)(x & 0xffff0000u), (rw_vf32)(y & 0xffff0000u), op));
 	x = (hi & 0xffff0000u) | (lo >> 16);
 	memcpy(d, &x, RW_VB);
 }
@@ -509,8 +532,8 @@ RW_INLINE void rw_block_fp8_f16c(char *d, const char *a, const char *b, enum rw_
 /* ---- drivers -------------------------------------------------------------- */
 
 /* One RW_VB block of any type; kind, size and op are constants. */
-RW_INLINE void rw_block(char *d, const char *a, const char *b, enum rw_kind kind,
-			size_t size, enum rw_op op)
+RW_INLINE void rw_block(char *d, const char *a, const char *b, enum rw_kind kind, size_t size,
+			enum rw_op op)
 {
 	switch (kind) {
 	case RW_KIND_SINT:
@@ -547,8 +570,8 @@ RW_INLINE void rw_block(char *d, const char *a, const char *b, enum rw_kind kind
 	}
 }
 
-RW_INLINE void rw_kernel(void *dst, const void *a, const void *b, size_t count,
-			 enum rw_kind kind, size_t size, enum rw_op op)
+RW_INLINE void rw_kernel(void *dst, const void *a, const void *b, size_t count, enum rw_kind kind,
+			 size_t size, enum rw_op op)
 {
 	char *d = dst;
 	const char *x = a, *y = b;
@@ -563,7 +586,7 @@ RW_INLINE void rw_kernel(void *dst, const void *a, const void *b, size_t count,
 		i += RW_VB;
 	}
 	if (i < bytes) {
-		char tx[RW_VB] = { 0 }, ty[RW_VB] = { 0 }, td[RW_VB];
+		char tx[RW_VB] = {0}, ty[RW_VB] = {0}, td[RW_VB];
 
 		memcpy(tx, x + i, bytes - i);
 		memcpy(ty, y + i, bytes - i);
@@ -573,8 +596,7 @@ RW_INLINE void rw_kernel(void *dst, const void *a, const void *b, size_t count,
 }
 
 /* One RW_VB block of an avg's last step: d = s / n. */
-RW_INLINE void rw_div_block(char *d, const char *s, enum rw_kind kind, size_t size,
-			    unsigned int n)
+RW_INLINE void rw_div_block(char *d, const char *s, enum rw_kind kind, size_t size, unsigned int n)
 {
 	switch (kind) {
 	case RW_KIND_SINT:
@@ -628,15 +650,16 @@ RW_INLINE void rw_div_block(char *d, const char *s, enum rw_kind kind, size_t si
 		r = x * 0;
 #pragma GCC unroll 4
 		for (unsigned int k = 0; k < 32; k += 8)
-			r |= rw_small_encode(rw_small_decode((x >> k) & 0xffu, f) / (float)n, f) << k;
+			r |= rw_small_encode(rw_small_decode((x >> k) & 0xffu, f) / (float)n, f)
+			     << k;
 		memcpy(d, &r, RW_VB);
 		break;
 	}
 	}
 }
 
-RW_INLINE void rw_div_kernel(void *dst, const void *src, size_t count,
-			     enum rw_kind kind, size_t size, unsigned int n)
+RW_INLINE void rw_div_kernel(void *dst, const void *src, size_t count, enum rw_kind kind,
+			     size_t size, unsigned int n)
 {
 	char *d = dst;
 	const char *s = src;
@@ -645,7 +668,7 @@ RW_INLINE void rw_div_kernel(void *dst, const void *src, size_t count,
 	for (; i + RW_VB <= bytes; i += RW_VB)
 		rw_div_block(d + i, s + i, kind, size, n);
 	if (i < bytes) {
-		char ts[RW_VB] = { 0 }, td[RW_VB];
+		char ts[RW_VB] = {0}, td[RW_VB];
 
 		memcpy(ts, s + i, bytes - i);
 		rw_div_block(td, ts, kind, size, n);
@@ -655,51 +678,56 @@ RW_INLINE void rw_div_kernel(void *dst, const void *src, size_t count,
 
 /* ---- the kernels of rw_types.def and this set's tables --------------------- */
 
-#define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) \
-	static void f_sum(void *d, const void *a, const void *b, size_t n)        \
-	{                                                                         \
-		rw_kernel(d, a, b, n, kind, bytes, RW_OP_SUM);                    \
-	}                                                                         \
-	static void f_prod(void *d, const void *a, const void *b, size_t n)       \
-	{                                                                         \
-		rw_kernel(d, a, b, n, kind, bytes, RW_OP_PROD);                   \
-	}                                                                         \
-	static void f_max(void *d, const void *a, const void *b, size_t n)        \
-	{                                                                         \
-		rw_kernel(d, a, b, n, kind, bytes, RW_OP_MAX);                    \
-	}                                                                         \
-	static void f_min(void *d, const void *a, const void *b, size_t n)        \
-	{                                                                         \
-		rw_kernel(d, a, b, n, kind, bytes, RW_OP_MIN);                    \
-	}                                                                         \
-	static void f_div(void *d, const void *s, size_t n, unsigned int nranks) \
-	{                                                                         \
-		rw_div_kernel(d, s, n, kind, bytes, nranks);                      \
+#define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div)                   \
+	static void f_sum(void *d, const void *a, const void *b, size_t n)                         \
+	{                                                                                          \
+		rw_kernel(d, a, b, n, kind, bytes, RW_OP_SUM);                                     \
+	}                                                                                          \
+	static void f_prod(void *d, const void *a, const void *b, size_t n)                        \
+	{                                                                                          \
+		rw_kernel(d, a, b, n, kind, bytes, RW_OP_PROD);                                    \
+	}                                                                                          \
+	static void f_max(void *d, const void *a, const void *b, size_t n)                         \
+	{                                                                                          \
+		rw_kernel(d, a, b, n, kind, bytes, RW_OP_MAX);                                     \
+	}                                                                                          \
+	static void f_min(void *d, const void *a, const void *b, size_t n)                         \
+	{                                                                                          \
+		rw_kernel(d, a, b, n, kind, bytes, RW_OP_MIN);                                     \
+	}                                                                                          \
+	static void f_div(void *d, const void *s, size_t n, unsigned int nranks)                   \
+	{                                                                                          \
+		rw_div_kernel(d, s, n, kind, bytes, nranks);                                       \
 	}
 #include "kernels/rw_types.def"
 
 /* [op][dtype]; avg reduces with sum and is finished by rw_div_fns. */
 static rw_reduce_fn *const rw_reduce_fns[][RW_DTYPE_COUNT] = {
-	[RW_OP_SUM] = {
+	[RW_OP_SUM] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_sum,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_PROD] = {
+		},
+	[RW_OP_PROD] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_prod,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_MAX] = {
+		},
+	[RW_OP_MAX] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_max,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_MIN] = {
+		},
+	[RW_OP_MIN] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_min,
 #include "kernels/rw_types.def"
-	},
-	[RW_OP_AVG] = {
+		},
+	[RW_OP_AVG] =
+		{
 #define RW_DTYPE(e, nccl, name, bytes, kind, f_sum, f_prod, f_max, f_min, f_div) [e] = f_sum,
 #include "kernels/rw_types.def"
-	},
+		},
 };
 static_assert(RW_ARRAY_SIZE(rw_reduce_fns) == RW_OP_COUNT,
 	      "rw_reduce_fns needs one row per op of rw_ops.def");

@@ -24,7 +24,7 @@ typedef void rw_div_fn(void *dst, const void *src, size_t count, unsigned int nr
 struct rw_reduce_isa_ops {
 	const char *name;
 	rw_reduce_fn *const (*reduce)[RW_DTYPE_COUNT]; /* [RW_OP_COUNT] rows */
-	rw_div_fn *const *div;                         /* [RW_DTYPE_COUNT] */
+	rw_div_fn *const *div;			       /* [RW_DTYPE_COUNT] */
 };
 
 extern const struct rw_reduce_isa_ops rw_reduce_isa_portable; /* reduce_host.c */
@@ -35,7 +35,7 @@ extern const struct rw_reduce_isa_ops rw_reduce_isa_avx512;   /* reduce_avx512.c
 struct rw_dev_fold {
 	void *dst;
 	const void *srcs[RW_REDUCE_MAX_SRCS];
-	unsigned int nsrcs; /* 1..RW_REDUCE_MAX_SRCS */
+	unsigned int nsrcs;  /* 1..RW_REDUCE_MAX_SRCS */
 	unsigned int nranks; /* 0: no division; else divide the result */
 	size_t count;
 };
@@ -45,8 +45,7 @@ struct rw_dev_fold {
  * Arguments are checked by the caller; op is never RW_OP_AVG here.
  * Returns 0 or -errno, logged.
  */
-int rw_cuda_fold(const struct rw_dev_fold *f, enum rw_dtype dtype, enum rw_op op,
-		 void *stream);
+int rw_cuda_fold(const struct rw_dev_fold *f, enum rw_dtype dtype, enum rw_op op, void *stream);
 
 #ifdef __cplusplus
 }

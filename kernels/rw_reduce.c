@@ -26,7 +26,7 @@ static const struct {
 	size_t size;
 	enum rw_kind kind;
 } rw_dtypes[RW_DTYPE_COUNT] = {
-#define RW_DTYPE(e, nccl, name, bytes, kind, ...) [e] = { name, bytes, kind },
+#define RW_DTYPE(e, nccl, name, bytes, kind, ...) [e] = {name, bytes, kind},
 #include "kernels/rw_types.def"
 };
 
@@ -172,13 +172,13 @@ static const struct rw_reduce_isa_ops *rw_host_ops(void)
 static int rw_check_dtype_op(const char *who, enum rw_dtype dtype, enum rw_op op)
 {
 	if (!rw_dtype_valid(dtype)) {
-		RW_WARN(RW_LOG_COLL, "%s(dtype=%d, op=%d): unknown datatype (valid: 0..%d)",
-			who, (int)dtype, (int)op, RW_DTYPE_COUNT - 1);
+		RW_WARN(RW_LOG_COLL, "%s(dtype=%d, op=%d): unknown datatype (valid: 0..%d)", who,
+			(int)dtype, (int)op, RW_DTYPE_COUNT - 1);
 		return -EINVAL;
 	}
 	if (!rw_op_valid(op)) {
-		RW_WARN(RW_LOG_COLL, "%s(dtype=%s, op=%d): unknown op (valid: 0..%d)",
-			who, rw_dtypes[dtype].name, (int)op, RW_OP_COUNT - 1);
+		RW_WARN(RW_LOG_COLL, "%s(dtype=%s, op=%d): unknown op (valid: 0..%d)", who,
+			rw_dtypes[dtype].name, (int)op, RW_OP_COUNT - 1);
 		return -EINVAL;
 	}
 	return 0;
@@ -191,21 +191,21 @@ static int rw_check_bufs(const char *who, const void *dst, const void *const *sr
 	size_t esize = rw_dtypes[dtype].size, bytes;
 
 	if (nsrcs < 1 || nsrcs > RW_REDUCE_MAX_SRCS || !srcs) {
-		RW_WARN(RW_LOG_COLL, "%s(nsrcs=%u, srcs=%p): need 1..%d sources",
-			who, nsrcs, (const void *)srcs, RW_REDUCE_MAX_SRCS);
+		RW_WARN(RW_LOG_COLL, "%s(nsrcs=%u, srcs=%p): need 1..%d sources", who, nsrcs,
+			(const void *)srcs, RW_REDUCE_MAX_SRCS);
 		return -EINVAL;
 	}
 	if (count > SIZE_MAX / esize) {
-		RW_WARN(RW_LOG_COLL, "%s(count=%zu, dtype=%s): byte size overflows",
-			who, count, rw_dtypes[dtype].name);
+		RW_WARN(RW_LOG_COLL, "%s(count=%zu, dtype=%s): byte size overflows", who, count,
+			rw_dtypes[dtype].name);
 		return -EINVAL;
 	}
 	if (count == 0)
 		return 0;
 	bytes = count * esize;
 	if (!dst) {
-		RW_WARN(RW_LOG_COLL, "%s(dst=NULL, count=%zu, dtype=%s): no destination",
-			who, count, rw_dtypes[dtype].name);
+		RW_WARN(RW_LOG_COLL, "%s(dst=NULL, count=%zu, dtype=%s): no destination", who,
+			count, rw_dtypes[dtype].name);
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < nsrcs; i++) {
@@ -218,7 +218,8 @@ static int rw_check_bufs(const char *who, const void *dst, const void *const *sr
 		}
 		if (d != s && d < s + bytes && s < d + bytes) {
 			RW_WARN(RW_LOG_COLL,
-				"%s(dst=%p, src[%u]=%p, bytes=%zu): buffers overlap without being equal",
+				"%s(dst=%p, src[%u]=%p, bytes=%zu): buffers overlap without being "
+				"equal",
 				who, dst, i, srcs[i], bytes);
 			return -EINVAL;
 		}
@@ -243,9 +244,8 @@ static int rw_check_nranks(const char *who, unsigned int nranks)
  * which makes dst == srcs[j] safe for any j.  nranks != 0 divides each tile
  * while it is still in cache.
  */
-static void rw_fold_host(void *dst, const void *const *srcs, unsigned int nsrcs,
-			 size_t count, enum rw_dtype dtype, enum rw_op op,
-			 unsigned int nranks)
+static void rw_fold_host(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+			 enum rw_dtype dtype, enum rw_op op, unsigned int nranks)
 {
 	const struct rw_reduce_isa_ops *ops = rw_host_ops();
 	rw_reduce_fn *fn = ops->reduce[op][dtype];
@@ -281,10 +281,10 @@ static void rw_fold_host(void *dst, const void *const *srcs, unsigned int nsrcs,
 	}
 }
 
-int rw_reduce(void *dst, const void *a, const void *b, size_t count,
-	      enum rw_dtype dtype, enum rw_op op)
+int rw_reduce(void *dst, const void *a, const void *b, size_t count, enum rw_dtype dtype,
+	      enum rw_op op)
 {
-	const void *srcs[2] = { a, b };
+	const void *srcs[2] = {a, b};
 	int err = rw_check_dtype_op("rw_reduce", dtype, op);
 
 	if (!err)
@@ -295,8 +295,8 @@ int rw_reduce(void *dst, const void *a, const void *b, size_t count,
 	return 0;
 }
 
-int rw_reduce_multi(void *dst, const void *const *srcs, unsigned int nsrcs,
-		    size_t count, enum rw_dtype dtype, enum rw_op op)
+int rw_reduce_multi(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+		    enum rw_dtype dtype, enum rw_op op)
 {
 	int err = rw_check_dtype_op("rw_reduce_multi", dtype, op);
 
@@ -308,8 +308,8 @@ int rw_reduce_multi(void *dst, const void *const *srcs, unsigned int nsrcs,
 	return 0;
 }
 
-int rw_reduce_multi_avg(void *dst, const void *const *srcs, unsigned int nsrcs,
-			size_t count, enum rw_dtype dtype, unsigned int nranks)
+int rw_reduce_multi_avg(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+			enum rw_dtype dtype, unsigned int nranks)
 {
 	int err = rw_check_dtype_op("rw_reduce_multi_avg", dtype, RW_OP_AVG);
 
@@ -323,8 +323,7 @@ int rw_reduce_multi_avg(void *dst, const void *const *srcs, unsigned int nsrcs,
 	return 0;
 }
 
-int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype,
-	     unsigned int nranks)
+int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype, unsigned int nranks)
 {
 	int err = rw_check_dtype_op("rw_scale", dtype, RW_OP_AVG);
 
@@ -340,12 +339,11 @@ int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype,
 
 /* ---- device ---------------------------------------------------------------- */
 
-static int rw_fold_dev(const char *who, void *dst, const void *const *srcs,
-		       unsigned int nsrcs, size_t count, enum rw_dtype dtype,
-		       enum rw_op op, unsigned int nranks, void *stream)
+static int rw_fold_dev(const char *who, void *dst, const void *const *srcs, unsigned int nsrcs,
+		       size_t count, enum rw_dtype dtype, enum rw_op op, unsigned int nranks,
+		       void *stream)
 {
-	struct rw_dev_fold f = { .dst = dst, .nsrcs = nsrcs, .nranks = nranks,
-				 .count = count };
+	struct rw_dev_fold f = {.dst = dst, .nsrcs = nsrcs, .nranks = nranks, .count = count};
 	int err = rw_check_dtype_op(who, dtype, op);
 
 	if (!err)
@@ -356,38 +354,36 @@ static int rw_fold_dev(const char *who, void *dst, const void *const *srcs,
 	return rw_cuda_fold(&f, dtype, op == RW_OP_AVG ? RW_OP_SUM : op, stream);
 }
 
-int rw_reduce_dev(void *dst, const void *a, const void *b, size_t count,
-		  enum rw_dtype dtype, enum rw_op op, void *stream)
+int rw_reduce_dev(void *dst, const void *a, const void *b, size_t count, enum rw_dtype dtype,
+		  enum rw_op op, void *stream)
 {
-	const void *srcs[2] = { a, b };
+	const void *srcs[2] = {a, b};
 
 	return rw_fold_dev("rw_reduce_dev", dst, srcs, 2, count, dtype, op, 0, stream);
 }
 
-int rw_reduce_multi_dev(void *dst, const void *const *srcs, unsigned int nsrcs,
-			size_t count, enum rw_dtype dtype, enum rw_op op,
-			void *stream)
+int rw_reduce_multi_dev(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+			enum rw_dtype dtype, enum rw_op op, void *stream)
 {
-	return rw_fold_dev("rw_reduce_multi_dev", dst, srcs, nsrcs, count, dtype, op,
-			   0, stream);
+	return rw_fold_dev("rw_reduce_multi_dev", dst, srcs, nsrcs, count, dtype, op, 0, stream);
 }
 
-int rw_reduce_multi_avg_dev(void *dst, const void *const *srcs,
-			    unsigned int nsrcs, size_t count,
-			    enum rw_dtype dtype, unsigned int nranks,
-			    void *stream)
+int rw_reduce_multi_avg_dev(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+			    enum rw_dtype dtype, unsigned int nranks, void *stream)
 {
 	int err = rw_check_nranks("rw_reduce_multi_avg_dev", nranks);
 
-	return err ? err : rw_fold_dev("rw_reduce_multi_avg_dev", dst, srcs, nsrcs,
-				       count, dtype, RW_OP_SUM, nranks, stream);
+	return err ? err
+		   : rw_fold_dev("rw_reduce_multi_avg_dev", dst, srcs, nsrcs, count, dtype,
+				 RW_OP_SUM, nranks, stream);
 }
 
-int rw_scale_dev(void *dst, const void *src, size_t count, enum rw_dtype dtype,
-		 unsigned int nranks, void *stream)
+int rw_scale_dev(void *dst, const void *src, size_t count, enum rw_dtype dtype, unsigned int nranks,
+		 void *stream)
 {
 	int err = rw_check_nranks("rw_scale_dev", nranks);
 
-	return err ? err : rw_fold_dev("rw_scale_dev", dst, &src, 1, count, dtype,
-				       RW_OP_SUM, nranks, stream);
+	return err ? err
+		   : rw_fold_dev("rw_scale_dev", dst, &src, 1, count, dtype, RW_OP_SUM, nranks,
+				 stream);
 }

@@ -92,8 +92,8 @@ const char *rw_op_name(enum rw_op op);
  * \param dst may be a or b (in place); no other overlap is allowed.
  * \return 0, or -EINVAL (dst untouched).
  */
-int rw_reduce(void *dst, const void *a, const void *b, size_t count,
-	      enum rw_dtype dtype, enum rw_op op);
+int rw_reduce(void *dst, const void *a, const void *b, size_t count, enum rw_dtype dtype,
+	      enum rw_op op);
 
 /**
  * dst = srcs[0] op srcs[1] op ... op srcs[nsrcs-1], folded left to right
@@ -101,23 +101,22 @@ int rw_reduce(void *dst, const void *a, const void *b, size_t count,
  * in one pass over memory.  nsrcs = 1 copies.
  * \param srcs 1..RW_REDUCE_MAX_SRCS buffers; dst may be any of them.
  */
-int rw_reduce_multi(void *dst, const void *const *srcs, unsigned int nsrcs,
-		    size_t count, enum rw_dtype dtype, enum rw_op op);
+int rw_reduce_multi(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+		    enum rw_dtype dtype, enum rw_op op);
 
 /**
  * The last step of an avg: dst = (srcs[0] + ... + srcs[nsrcs-1]) / nranks
  * in one pass; equal to rw_reduce_multi(sum) then rw_scale().
  * \param nranks >= 1.
  */
-int rw_reduce_multi_avg(void *dst, const void *const *srcs, unsigned int nsrcs,
-			size_t count, enum rw_dtype dtype, unsigned int nranks);
+int rw_reduce_multi_avg(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+			enum rw_dtype dtype, unsigned int nranks);
 
 /**
  * Finish an avg: dst[i] = src[i] / nranks (see the semantics above).
  * \param dst may be src.  \param nranks >= 1.
  */
-int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype,
-	     unsigned int nranks);
+int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype, unsigned int nranks);
 
 /* ---- device memory (CUDA) ----------------------------------------------- */
 /*
@@ -128,24 +127,21 @@ int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype,
  * without a usable GPU, or the errno of the launch failure (logged with
  * CUDA's message).  Errors of the kernel itself surface on the stream.
  */
-int rw_reduce_dev(void *dst, const void *a, const void *b, size_t count,
-		  enum rw_dtype dtype, enum rw_op op, void *stream);
-int rw_reduce_multi_dev(void *dst, const void *const *srcs, unsigned int nsrcs,
-			size_t count, enum rw_dtype dtype, enum rw_op op,
-			void *stream);
-int rw_reduce_multi_avg_dev(void *dst, const void *const *srcs,
-			    unsigned int nsrcs, size_t count,
-			    enum rw_dtype dtype, unsigned int nranks,
-			    void *stream);
-int rw_scale_dev(void *dst, const void *src, size_t count, enum rw_dtype dtype,
-		 unsigned int nranks, void *stream);
+int rw_reduce_dev(void *dst, const void *a, const void *b, size_t count, enum rw_dtype dtype,
+		  enum rw_op op, void *stream);
+int rw_reduce_multi_dev(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+			enum rw_dtype dtype, enum rw_op op, void *stream);
+int rw_reduce_multi_avg_dev(void *dst, const void *const *srcs, unsigned int nsrcs, size_t count,
+			    enum rw_dtype dtype, unsigned int nranks, void *stream);
+int rw_scale_dev(void *dst, const void *src, size_t count, enum rw_dtype dtype, unsigned int nranks,
+		 void *stream);
 
 /* ---- instruction set of the host kernels --------------------------------- */
 
 enum rw_isa {
 	RW_ISA_PORTABLE, /* C with 16-byte GCC vectors: any CPU */
-	RW_ISA_AVX2,     /* AVX2 + F16C */
-	RW_ISA_AVX512,   /* AVX-512 F/BW/DQ/VL + F16C */
+	RW_ISA_AVX2,	 /* AVX2 + F16C */
+	RW_ISA_AVX512,	 /* AVX-512 F/BW/DQ/VL + F16C */
 	RW_ISA_COUNT,
 };
 

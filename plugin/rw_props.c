@@ -156,7 +156,8 @@ void rw_props_to_v12(const struct rw_net_props *in, ncclNetProperties_v12_t *out
  * CollNet device i to be net device i. */
 static int props_get(int dev, const void *props, struct rw_net_props *p)
 {
-	return props ? rw_plugin_props(dev, p) : rw_plugin_bad_arg("getProperties", "props is NULL");
+	return props ? rw_plugin_props(dev, p)
+		     : rw_plugin_bad_arg("getProperties", "props is NULL");
 }
 
 ncclResult_t rw_abi_get_properties_v6(int dev, ncclNetProperties_v6_t *props)

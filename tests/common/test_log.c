@@ -14,8 +14,8 @@ struct capture {
 	char msg[256];
 };
 
-static void capture_sink(void *arg, enum rw_log_level level, unsigned long flags,
-			 const char *file, int line, const char *msg)
+static void capture_sink(void *arg, enum rw_log_level level, unsigned long flags, const char *file,
+			 int line, const char *msg)
 {
 	struct capture *c = arg;
 
@@ -29,13 +29,12 @@ static void capture_sink(void *arg, enum rw_log_level level, unsigned long flags
 
 static void sink_gets_formatted_message_and_errno_survives(void **state)
 {
-	struct capture c = { 0 };
+	struct capture c = {0};
 
 	(void)state;
 	rw_log_set_sink(capture_sink, &c);
 	errno = ECONNRESET;
-	RW_WARN(RW_LOG_NET, "connect(peer=%s:%d) failed: %s", "10.0.0.1", 5000,
-		strerror(errno));
+	RW_WARN(RW_LOG_NET, "connect(peer=%s:%d) failed: %s", "10.0.0.1", 5000, strerror(errno));
 	assert_int_equal(errno, ECONNRESET);
 	assert_int_equal(c.n, 1);
 	assert_int_equal(c.level, RW_LOG_WARN);
@@ -46,7 +45,7 @@ static void sink_gets_formatted_message_and_errno_survives(void **state)
 
 static void once_logs_once(void **state)
 {
-	struct capture c = { 0 };
+	struct capture c = {0};
 
 	(void)state;
 	rw_log_set_sink(capture_sink, &c);

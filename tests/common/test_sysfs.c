@@ -41,7 +41,8 @@ static int setup(void **state)
 	snprintf(path, sizeof(path), "%s/sys/class/net/eth9", root);
 	if (symlink("../../devices/pci0000:00/0000:00:03.0/net/eth9", path))
 		return -1;
-	snprintf(path, sizeof(path), "%s/sys/devices/pci0000:00/0000:00:03.0/net/eth9/device", root);
+	snprintf(path, sizeof(path), "%s/sys/devices/pci0000:00/0000:00:03.0/net/eth9/device",
+		 root);
 	if (symlink("../../../0000:00:03.0", path))
 		return -1;
 	put("sys/devices/pci0000:00/0000:00:03.0/net/eth9/speed", "25000\n");
@@ -71,7 +72,8 @@ static void reads_text_and_numbers(void **state)
 	assert_int_equal(v, 25000);
 	assert_int_equal(rw_sysfs_read_long(root, "sys/class/net/eth9/mtu", &v), -EINVAL);
 	assert_int_equal(v, 25000); /* untouched on failure */
-	assert_int_equal(rw_sysfs_read(root, "sys/class/net/eth7/speed", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(rw_sysfs_read(root, "sys/class/net/eth7/speed", buf, sizeof(buf)),
+			 -ENOENT);
 	assert_int_equal(rw_sysfs_read(root, "sys/class/net/eth9/operstate", buf, 2), -ENOSPC);
 }
 
@@ -82,7 +84,8 @@ static void resolves_links_relative_to_root(void **state)
 	(void)state;
 	assert_int_equal(rw_sysfs_realpath(root, "sys/class/net/eth9/device", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "/sys/devices/pci0000:00/0000:00:03.0");
-	assert_int_equal(rw_sysfs_realpath(root, "sys/class/net/nope/device", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(rw_sysfs_realpath(root, "sys/class/net/nope/device", buf, sizeof(buf)),
+			 -ENOENT);
 }
 
 static void live_root_works(void **state)

@@ -20,7 +20,7 @@ static const struct {
 	enum rw_kind kind;
 	size_t size;
 } dts[RW_DTYPE_COUNT] = {
-#define RW_DTYPE(e, nccl, name, bytes, kind, ...) [e] = { kind, bytes },
+#define RW_DTYPE(e, nccl, name, bytes, kind, ...) [e] = {kind, bytes},
 #include "kernels/rw_types.def"
 };
 
@@ -63,10 +63,10 @@ struct ref_fmt {
 
 static const struct ref_fmt *ref_fmt_of(enum rw_kind kind)
 {
-	static const struct ref_fmt f16 = { 5, 10, 15, 1, 0, 0x7bff };
-	static const struct ref_fmt bf16 = { 8, 7, 127, 1, 0, 0x7f7f };
-	static const struct ref_fmt e4m3 = { 4, 3, 7, 0, 1, 0x7e };
-	static const struct ref_fmt e5m2 = { 5, 2, 15, 1, 1, 0x7b };
+	static const struct ref_fmt f16 = {5, 10, 15, 1, 0, 0x7bff};
+	static const struct ref_fmt bf16 = {8, 7, 127, 1, 0, 0x7f7f};
+	static const struct ref_fmt e4m3 = {4, 3, 7, 0, 1, 0x7e};
+	static const struct ref_fmt e5m2 = {5, 2, 15, 1, 1, 0x7b};
 
 	switch (kind) {
 	case RW_KIND_F16:
@@ -392,7 +392,7 @@ static uint64_t ref_edge(enum rw_dtype dt, uint64_t r)
 	switch (dts[dt].kind) {
 	case RW_KIND_SINT:
 	case RW_KIND_UINT: {
-		const uint64_t e[] = { 0, 1, mask, mask - 1, sign, sign - 1, sign + 1, 2 };
+		const uint64_t e[] = {0, 1, mask, mask - 1, sign, sign - 1, sign + 1, 2};
 
 		return e[r % RW_ARRAY_SIZE(e)];
 	}
@@ -401,9 +401,17 @@ static uint64_t ref_edge(enum rw_dtype dt, uint64_t r)
 	default: {
 		const struct ref_fmt *f = ref_fmt_of(dts[dt].kind);
 		uint32_t s = (uint32_t)sign, all = (uint32_t)mask;
-		const uint32_t e[] = { 0, s, f->maxcode, f->maxcode | s, 1, 1 | s,
-				       f->maxcode + 1, (f->maxcode + 1) | s, all, all & ~s,
-				       (uint32_t)ref_encode(dts[dt].kind, 1.0) };
+		const uint32_t e[] = {0,
+				      s,
+				      f->maxcode,
+				      f->maxcode | s,
+				      1,
+				      1 | s,
+				      f->maxcode + 1,
+				      (f->maxcode + 1) | s,
+				      all,
+				      all & ~s,
+				      (uint32_t)ref_encode(dts[dt].kind, 1.0)};
 
 		return e[r % RW_ARRAY_SIZE(e)];
 	}
@@ -457,14 +465,15 @@ void ref_fill(void *buf, size_t n, enum rw_dtype dt, uint64_t seed)
 	}
 }
 
-void ref_check(const char *what, enum rw_dtype dt, enum rw_op op, const void *got,
-	       const void *want, const void *a, const void *b, size_t n)
+void ref_check(const char *what, enum rw_dtype dt, enum rw_op op, const void *got, const void *want,
+	       const void *a, const void *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint64_t g = ref_get(got, i, dt), w = ref_get(want, i, dt);
 
 		if (!ref_same(dt, g, w))
-			fail_msg("%s %s %s [isa %s]: element %zu of %zu: got %s, want %s (a=%s, b=%s)",
+			fail_msg("%s %s %s [isa %s]: element %zu of %zu: got %s, want %s (a=%s, "
+				 "b=%s)",
 				 what, rw_dtype_name(dt), rw_op_name(op),
 				 rw_isa_name(rw_reduce_get_isa()), i, n, ref_str(dt, g, 0),
 				 ref_str(dt, w, 1), a ? ref_str(dt, ref_get(a, i, dt), 2) : "-",

@@ -42,7 +42,7 @@ void ref_fill(void *buf, size_t n, enum rw_dtype dt, uint64_t seed);
 
 /* Compare n elements; on a mismatch fail with dtype, op, index and values.
  * a/b may be NULL (then not shown). */
-void ref_check(const char *what, enum rw_dtype dt, enum rw_op op, const void *got,
-	       const void *want, const void *a, const void *b, size_t n);
+void ref_check(const char *what, enum rw_dtype dt, enum rw_op op, const void *got, const void *want,
+	       const void *a, const void *b, size_t n);
 
 #endif /* RW_TEST_REDUCE_REF_H */

@@ -18,7 +18,7 @@
 #include "reduce_ref.h"
 
 /* Room around every buffer, checked for stray writes. */
-#define GUARD 64
+#define GUARD  64
 #define CANARY 0xa5
 
 static enum rw_isa isas[RW_ISA_COUNT];
@@ -91,27 +91,27 @@ static void lists_have_nccl_values(void **state)
 		size_t size;
 		const char *name;
 	} dts[] = {
-		{ RW_DTYPE_INT8, ncclInt8, 1, "int8" },
-		{ RW_DTYPE_UINT8, ncclUint8, 1, "uint8" },
-		{ RW_DTYPE_INT32, ncclInt32, 4, "int32" },
-		{ RW_DTYPE_UINT32, ncclUint32, 4, "uint32" },
-		{ RW_DTYPE_INT64, ncclInt64, 8, "int64" },
-		{ RW_DTYPE_UINT64, ncclUint64, 8, "uint64" },
-		{ RW_DTYPE_FLOAT16, ncclFloat16, 2, "float16" },
-		{ RW_DTYPE_FLOAT32, ncclFloat32, 4, "float32" },
-		{ RW_DTYPE_FLOAT64, ncclFloat64, 8, "float64" },
-		{ RW_DTYPE_BFLOAT16, ncclBfloat16, 2, "bfloat16" },
-		{ RW_DTYPE_FLOAT8E4M3, ncclFloat8e4m3, 1, "float8e4m3" },
-		{ RW_DTYPE_FLOAT8E5M2, ncclFloat8e5m2, 1, "float8e5m2" },
+		{RW_DTYPE_INT8, ncclInt8, 1, "int8"},
+		{RW_DTYPE_UINT8, ncclUint8, 1, "uint8"},
+		{RW_DTYPE_INT32, ncclInt32, 4, "int32"},
+		{RW_DTYPE_UINT32, ncclUint32, 4, "uint32"},
+		{RW_DTYPE_INT64, ncclInt64, 8, "int64"},
+		{RW_DTYPE_UINT64, ncclUint64, 8, "uint64"},
+		{RW_DTYPE_FLOAT16, ncclFloat16, 2, "float16"},
+		{RW_DTYPE_FLOAT32, ncclFloat32, 4, "float32"},
+		{RW_DTYPE_FLOAT64, ncclFloat64, 8, "float64"},
+		{RW_DTYPE_BFLOAT16, ncclBfloat16, 2, "bfloat16"},
+		{RW_DTYPE_FLOAT8E4M3, ncclFloat8e4m3, 1, "float8e4m3"},
+		{RW_DTYPE_FLOAT8E5M2, ncclFloat8e5m2, 1, "float8e5m2"},
 	};
 	static const struct {
 		enum rw_op op;
 		ncclRedOp_t nccl;
 		const char *name;
 	} ops[] = {
-		{ RW_OP_SUM, ncclSum, "sum" },   { RW_OP_PROD, ncclProd, "prod" },
-		{ RW_OP_MAX, ncclMax, "max" },   { RW_OP_MIN, ncclMin, "min" },
-		{ RW_OP_AVG, ncclAvg, "avg" },
+		{RW_OP_SUM, ncclSum, "sum"}, {RW_OP_PROD, ncclProd, "prod"},
+		{RW_OP_MAX, ncclMax, "max"}, {RW_OP_MIN, ncclMin, "min"},
+		{RW_OP_AVG, ncclAvg, "avg"},
 	};
 
 	(void)state;
@@ -128,7 +128,7 @@ static void lists_have_nccl_values(void **state)
 		assert_string_equal(rw_op_name(ops[i].op), ops[i].name);
 	}
 	assert_int_equal(rw_dtype_size((enum rw_dtype)RW_DTYPE_COUNT), 0);
-	assert_int_equal(rw_dtype_size((enum rw_dtype)-1), 0);
+	assert_int_equal(rw_dtype_size((enum rw_dtype) - 1), 0);
 	assert_string_equal(rw_dtype_name((enum rw_dtype)99), "invalid");
 	assert_string_equal(rw_op_name((enum rw_op)RW_OP_COUNT), "invalid");
 }
@@ -169,7 +169,7 @@ static void isa_selection(void **state)
 	for (int i = best + 1; i < RW_ISA_COUNT; i++)
 		assert_int_equal(rw_reduce_set_isa((enum rw_isa)i), -ENOTSUP);
 	assert_int_equal(rw_reduce_set_isa(RW_ISA_COUNT), -EINVAL);
-	assert_int_equal(rw_reduce_set_isa((enum rw_isa)-1), -EINVAL);
+	assert_int_equal(rw_reduce_set_isa((enum rw_isa) - 1), -EINVAL);
 	assert_string_equal(rw_isa_name(RW_ISA_AVX2), "avx2");
 	assert_string_equal(rw_isa_name(RW_ISA_COUNT), "invalid");
 	assert_int_equal(rw_reduce_get_isa(), best);
@@ -181,9 +181,9 @@ static void isa_selection(void **state)
 
 static void bad_arguments_are_refused(void **state)
 {
-	float a[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, b[8] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+	float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {1, 1, 1, 1, 1, 1, 1, 1};
 	unsigned char dst[64];
-	const void *srcs[RW_REDUCE_MAX_SRCS + 1] = { a, b, a, b, a, b, a, b, a };
+	const void *srcs[RW_REDUCE_MAX_SRCS + 1] = {a, b, a, b, a, b, a, b, a};
 
 	(void)state;
 	memset(dst, CANARY, sizeof(dst));
@@ -196,10 +196,12 @@ static void bad_arguments_are_refused(void **state)
 	rw_test_log_expect("nranks");
 	rw_test_log_expect("overflows");
 
-	assert_int_equal(rw_reduce(dst, a, b, 4, (enum rw_dtype)RW_DTYPE_COUNT, RW_OP_SUM), -EINVAL);
-	assert_int_equal(rw_reduce(dst, a, b, 4, (enum rw_dtype)-1, RW_OP_SUM), -EINVAL);
-	assert_int_equal(rw_reduce(dst, a, b, 4, RW_DTYPE_FLOAT32, (enum rw_op)RW_OP_COUNT), -EINVAL);
-	assert_int_equal(rw_reduce(dst, a, b, 4, RW_DTYPE_FLOAT32, (enum rw_op)-3), -EINVAL);
+	assert_int_equal(rw_reduce(dst, a, b, 4, (enum rw_dtype)RW_DTYPE_COUNT, RW_OP_SUM),
+			 -EINVAL);
+	assert_int_equal(rw_reduce(dst, a, b, 4, (enum rw_dtype) - 1, RW_OP_SUM), -EINVAL);
+	assert_int_equal(rw_reduce(dst, a, b, 4, RW_DTYPE_FLOAT32, (enum rw_op)RW_OP_COUNT),
+			 -EINVAL);
+	assert_int_equal(rw_reduce(dst, a, b, 4, RW_DTYPE_FLOAT32, (enum rw_op) - 3), -EINVAL);
 	assert_int_equal(rw_reduce(NULL, a, b, 4, RW_DTYPE_FLOAT32, RW_OP_SUM), -EINVAL);
 	assert_int_equal(rw_reduce(dst, NULL, b, 4, RW_DTYPE_FLOAT32, RW_OP_SUM), -EINVAL);
 	assert_int_equal(rw_reduce(dst, a, NULL, 4, RW_DTYPE_FLOAT32, RW_OP_SUM), -EINVAL);
@@ -207,8 +209,9 @@ static void bad_arguments_are_refused(void **state)
 	assert_int_equal(rw_reduce((char *)a + 4, a, b, 4, RW_DTYPE_FLOAT32, RW_OP_SUM), -EINVAL);
 	assert_int_equal(rw_reduce(dst, a, b, SIZE_MAX / 2, RW_DTYPE_FLOAT32, RW_OP_SUM), -EINVAL);
 	assert_int_equal(rw_reduce_multi(dst, srcs, 0, 4, RW_DTYPE_FLOAT32, RW_OP_SUM), -EINVAL);
-	assert_int_equal(rw_reduce_multi(dst, srcs, RW_REDUCE_MAX_SRCS + 1, 4, RW_DTYPE_FLOAT32,
-					 RW_OP_SUM), -EINVAL);
+	assert_int_equal(
+		rw_reduce_multi(dst, srcs, RW_REDUCE_MAX_SRCS + 1, 4, RW_DTYPE_FLOAT32, RW_OP_SUM),
+		-EINVAL);
 	assert_int_equal(rw_reduce_multi(dst, NULL, 2, 4, RW_DTYPE_FLOAT32, RW_OP_SUM), -EINVAL);
 	assert_int_equal(rw_reduce_multi_avg(dst, srcs, 2, 4, RW_DTYPE_FLOAT32, 0), -EINVAL);
 	assert_int_equal(rw_scale(dst, a, 4, RW_DTYPE_FLOAT32, 0), -EINVAL);
@@ -228,12 +231,13 @@ static void bad_arguments_are_refused(void **state)
 
 static void count_zero_does_nothing(void **state)
 {
-	const void *none[2] = { NULL, NULL };
+	const void *none[2] = {NULL, NULL};
 
 	(void)state;
 	for (int dt = 0; dt < RW_DTYPE_COUNT; dt++) {
 		assert_int_equal(rw_reduce(NULL, NULL, NULL, 0, (enum rw_dtype)dt, RW_OP_SUM), 0);
-		assert_int_equal(rw_reduce_multi(NULL, none, 2, 0, (enum rw_dtype)dt, RW_OP_MAX), 0);
+		assert_int_equal(rw_reduce_multi(NULL, none, 2, 0, (enum rw_dtype)dt, RW_OP_MAX),
+				 0);
 		assert_int_equal(rw_scale(NULL, NULL, 0, (enum rw_dtype)dt, 3), 0);
 	}
 }
@@ -243,8 +247,8 @@ static void count_zero_does_nothing(void **state)
 enum alias { ALIAS_NONE, ALIAS_DST_IS_A, ALIAS_DST_IS_B };
 
 /* One rw_reduce() call checked element by element, plus its guards. */
-static void check_one(enum rw_dtype dt, enum rw_op op, size_t count, size_t off_d,
-		      size_t off_a, size_t off_b, enum alias alias, uint64_t seed)
+static void check_one(enum rw_dtype dt, enum rw_op op, size_t count, size_t off_d, size_t off_a,
+		      size_t off_b, enum alias alias, uint64_t seed)
 {
 	size_t size = ref_size(dt), bytes = count * size;
 	struct tbuf d, a, b, want, a0, b0;
@@ -265,8 +269,8 @@ static void check_one(enum rw_dtype dt, enum rw_op op, size_t count, size_t off_
 
 	dst = alias == ALIAS_DST_IS_A ? a.p : alias == ALIAS_DST_IS_B ? b.p : d.p;
 	assert_int_equal(rw_reduce(dst, a.p, b.p, count, dt, op), 0);
-	ref_check(alias == ALIAS_NONE ? "rw_reduce" : "rw_reduce in place", dt, op, dst,
-		  want.p, a0.p, b0.p, count);
+	ref_check(alias == ALIAS_NONE ? "rw_reduce" : "rw_reduce in place", dt, op, dst, want.p,
+		  a0.p, b0.p, count);
 	tbuf_check_guards(&d);
 	tbuf_check_guards(&a);
 	tbuf_check_guards(&b);
@@ -282,9 +286,10 @@ static void check_one(enum rw_dtype dt, enum rw_op op, size_t count, size_t off_
 	tbuf_free(&b0);
 }
 
-static const size_t counts[] = { 1, 2, 3, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 4097 };
+static const size_t counts[] = {1,  2,	3,  7,	8,   15,  16,	17,  31,
+				33, 63, 64, 65, 127, 129, 1000, 4097};
 /* byte offsets of dst, a, b from 64-byte aligned storage */
-static const size_t offs[][3] = { { 0, 0, 0 }, { 1, 1, 1 }, { 3, 5, 7 }, { 8, 0, 16 }, { 13, 2, 1 } };
+static const size_t offs[][3] = {{0, 0, 0}, {1, 1, 1}, {3, 5, 7}, {8, 0, 16}, {13, 2, 1}};
 
 static void every_dtype_and_op_matches_reference(void **state)
 {
@@ -297,15 +302,15 @@ static void every_dtype_and_op_matches_reference(void **state)
 			for (int op = 0; op < RW_OP_COUNT; op++)
 				for (size_t c = 0; c < RW_ARRAY_SIZE(counts); c++)
 					for (size_t o = 0; o < RW_ARRAY_SIZE(offs); o++)
-						check_one((enum rw_dtype)dt, (enum rw_op)op, counts[c],
-							  offs[o][0], offs[o][1], offs[o][2],
-							  ALIAS_NONE, seed++);
+						check_one((enum rw_dtype)dt, (enum rw_op)op,
+							  counts[c], offs[o][0], offs[o][1],
+							  offs[o][2], ALIAS_NONE, seed++);
 	}
 }
 
 static void in_place_matches_reference(void **state)
 {
-	static const size_t n[] = { 1, 5, 33, 255, 1031 };
+	static const size_t n[] = {1, 5, 33, 255, 1031};
 	uint64_t seed = 77;
 
 	(void)state;
@@ -329,8 +334,8 @@ static void in_place_matches_reference(void **state)
  */
 static void narrow_types_exhaustive(void **state)
 {
-	static const enum rw_dtype narrow[] = { RW_DTYPE_FLOAT8E4M3, RW_DTYPE_FLOAT8E5M2,
-						RW_DTYPE_FLOAT16, RW_DTYPE_BFLOAT16 };
+	static const enum rw_dtype narrow[] = {RW_DTYPE_FLOAT8E4M3, RW_DTYPE_FLOAT8E5M2,
+					       RW_DTYPE_FLOAT16, RW_DTYPE_BFLOAT16};
 	size_t n = 65536;
 	uint8_t *a = malloc(2 * n), *b = malloc(2 * n), *d = malloc(2 * n), *w = malloc(2 * n);
 
@@ -357,11 +362,13 @@ static void narrow_types_exhaustive(void **state)
 			}
 			for (int op = 0; op < RW_OP_COUNT; op++) {
 				for (size_t i = 0; i < n; i++)
-					ref_put(w, i, dt, ref_op(dt, (enum rw_op)op, ref_get(a, i, dt),
-								 ref_get(b, i, dt)));
+					ref_put(w, i, dt,
+						ref_op(dt, (enum rw_op)op, ref_get(a, i, dt),
+						       ref_get(b, i, dt)));
 				for (int s = 0; s < nisas; s++) {
 					assert_int_equal(rw_reduce_set_isa(isas[s]), 0);
-					assert_int_equal(rw_reduce(d, a, b, n, dt, (enum rw_op)op), 0);
+					assert_int_equal(rw_reduce(d, a, b, n, dt, (enum rw_op)op),
+							 0);
 					ref_check("exhaustive", dt, (enum rw_op)op, d, w, a, b, n);
 				}
 			}
@@ -371,7 +378,8 @@ static void narrow_types_exhaustive(void **state)
 				for (int s = 0; s < nisas; s++) {
 					assert_int_equal(rw_reduce_set_isa(isas[s]), 0);
 					assert_int_equal(rw_scale(d, a, n, dt, nr), 0);
-					ref_check("exhaustive rw_scale", dt, RW_OP_AVG, d, w, a, NULL, n);
+					ref_check("exhaustive rw_scale", dt, RW_OP_AVG, d, w, a,
+						  NULL, n);
 				}
 			}
 		}
@@ -393,60 +401,68 @@ struct known {
 
 static const struct known knowns[] = {
 	/* integers wrap; max/min respect signedness */
-	{ RW_DTYPE_INT8, RW_OP_SUM, 0x7f, 0x01, 0x80, "int8 127 + 1 wraps to -128" },
-	{ RW_DTYPE_UINT8, RW_OP_SUM, 0xff, 0x01, 0x00, "uint8 255 + 1 wraps to 0" },
-	{ RW_DTYPE_INT8, RW_OP_PROD, 0x80, 0xff, 0x80, "int8 -128 * -1 wraps to -128" },
-	{ RW_DTYPE_INT8, RW_OP_MAX, 0xff, 0x00, 0x00, "int8 max(-1, 0) = 0" },
-	{ RW_DTYPE_UINT8, RW_OP_MAX, 0xff, 0x00, 0xff, "uint8 max(255, 0) = 255" },
-	{ RW_DTYPE_INT32, RW_OP_MIN, 0x80000000u, 0x7fffffffu, 0x80000000u, "int32 min(INT_MIN, INT_MAX)" },
-	{ RW_DTYPE_UINT32, RW_OP_PROD, 0xffffffffu, 0xffffffffu, 0x1, "uint32 (2^32-1)^2 wraps to 1" },
-	{ RW_DTYPE_INT64, RW_OP_SUM, 0x7fffffffffffffffull, 1, 0x8000000000000000ull, "int64 max + 1" },
-	{ RW_DTYPE_INT64, RW_OP_MIN, 0x8000000000000000ull, 0, 0x8000000000000000ull, "int64 min(INT64_MIN, 0)" },
-	{ RW_DTYPE_UINT64, RW_OP_MAX, 0xffffffffffffffffull, 1, 0xffffffffffffffffull, "uint64 max" },
+	{RW_DTYPE_INT8, RW_OP_SUM, 0x7f, 0x01, 0x80, "int8 127 + 1 wraps to -128"},
+	{RW_DTYPE_UINT8, RW_OP_SUM, 0xff, 0x01, 0x00, "uint8 255 + 1 wraps to 0"},
+	{RW_DTYPE_INT8, RW_OP_PROD, 0x80, 0xff, 0x80, "int8 -128 * -1 wraps to -128"},
+	{RW_DTYPE_INT8, RW_OP_MAX, 0xff, 0x00, 0x00, "int8 max(-1, 0) = 0"},
+	{RW_DTYPE_UINT8, RW_OP_MAX, 0xff, 0x00, 0xff, "uint8 max(255, 0) = 255"},
+	{RW_DTYPE_INT32, RW_OP_MIN, 0x80000000u, 0x7fffffffu, 0x80000000u,
+	 "int32 min(INT_MIN, INT_MAX)"},
+	{RW_DTYPE_UINT32, RW_OP_PROD, 0xffffffffu, 0xffffffffu, 0x1,
+	 "uint32 (2^32-1)^2 wraps to 1"},
+	{RW_DTYPE_INT64, RW_OP_SUM, 0x7fffffffffffffffull, 1, 0x8000000000000000ull,
+	 "int64 max + 1"},
+	{RW_DTYPE_INT64, RW_OP_MIN, 0x8000000000000000ull, 0, 0x8000000000000000ull,
+	 "int64 min(INT64_MIN, 0)"},
+	{RW_DTYPE_UINT64, RW_OP_MAX, 0xffffffffffffffffull, 1, 0xffffffffffffffffull, "uint64 max"},
 	/* IEEE: signed zeros, Inf, NaN, denormals */
-	{ RW_DTYPE_FLOAT32, RW_OP_SUM, 0x80000000u, 0x80000000u, 0x80000000u, "-0 + -0 = -0" },
-	{ RW_DTYPE_FLOAT32, RW_OP_SUM, 0x80000000u, 0x00000000u, 0x00000000u, "-0 + +0 = +0" },
-	{ RW_DTYPE_FLOAT32, RW_OP_SUM, 0x7f800000u, 0xff800000u, 0x7fc00000u, "Inf - Inf = NaN" },
-	{ RW_DTYPE_FLOAT32, RW_OP_SUM, 0x00000001u, 0x00000001u, 0x00000002u, "denormals add" },
-	{ RW_DTYPE_FLOAT32, RW_OP_PROD, 0x7f800000u, 0x00000000u, 0x7fc00000u, "Inf * 0 = NaN" },
-	{ RW_DTYPE_FLOAT32, RW_OP_SUM, 0x7f7fffffu, 0x7f7fffffu, 0x7f800000u, "max + max = Inf" },
+	{RW_DTYPE_FLOAT32, RW_OP_SUM, 0x80000000u, 0x80000000u, 0x80000000u, "-0 + -0 = -0"},
+	{RW_DTYPE_FLOAT32, RW_OP_SUM, 0x80000000u, 0x00000000u, 0x00000000u, "-0 + +0 = +0"},
+	{RW_DTYPE_FLOAT32, RW_OP_SUM, 0x7f800000u, 0xff800000u, 0x7fc00000u, "Inf - Inf = NaN"},
+	{RW_DTYPE_FLOAT32, RW_OP_SUM, 0x00000001u, 0x00000001u, 0x00000002u, "denormals add"},
+	{RW_DTYPE_FLOAT32, RW_OP_PROD, 0x7f800000u, 0x00000000u, 0x7fc00000u, "Inf * 0 = NaN"},
+	{RW_DTYPE_FLOAT32, RW_OP_SUM, 0x7f7fffffu, 0x7f7fffffu, 0x7f800000u, "max + max = Inf"},
 	/* max/min: the number wins over NaN; -0 < +0 */
-	{ RW_DTYPE_FLOAT32, RW_OP_MAX, 0x7fc00000u, 0x3f800000u, 0x3f800000u, "max(NaN, 1) = 1" },
-	{ RW_DTYPE_FLOAT32, RW_OP_MAX, 0x3f800000u, 0x7fc00000u, 0x3f800000u, "max(1, NaN) = 1" },
-	{ RW_DTYPE_FLOAT32, RW_OP_MIN, 0xffc00000u, 0xbf800000u, 0xbf800000u, "min(-NaN, -1) = -1" },
-	{ RW_DTYPE_FLOAT32, RW_OP_MAX, 0x7fc00000u, 0x7fc00000u, 0x7fc00000u, "max(NaN, NaN) = NaN" },
-	{ RW_DTYPE_FLOAT32, RW_OP_MAX, 0x80000000u, 0x00000000u, 0x00000000u, "max(-0, +0) = +0" },
-	{ RW_DTYPE_FLOAT32, RW_OP_MAX, 0x00000000u, 0x80000000u, 0x00000000u, "max(+0, -0) = +0" },
-	{ RW_DTYPE_FLOAT32, RW_OP_MIN, 0x00000000u, 0x80000000u, 0x80000000u, "min(+0, -0) = -0" },
-	{ RW_DTYPE_FLOAT64, RW_OP_MAX, 0x7ff8000000000000ull, 0xc000000000000000ull, 0xc000000000000000ull, "f64 max(NaN, -2) = -2" },
-	{ RW_DTYPE_FLOAT64, RW_OP_MIN, 0x0000000000000000ull, 0x8000000000000000ull, 0x8000000000000000ull, "f64 min(+0, -0) = -0" },
-	{ RW_DTYPE_FLOAT64, RW_OP_SUM, 0x3ff0000000000000ull, 0x3ca0000000000000ull, 0x3ff0000000000000ull, "f64 1 + 2^-53 ties to even" },
+	{RW_DTYPE_FLOAT32, RW_OP_MAX, 0x7fc00000u, 0x3f800000u, 0x3f800000u, "max(NaN, 1) = 1"},
+	{RW_DTYPE_FLOAT32, RW_OP_MAX, 0x3f800000u, 0x7fc00000u, 0x3f800000u, "max(1, NaN) = 1"},
+	{RW_DTYPE_FLOAT32, RW_OP_MIN, 0xffc00000u, 0xbf800000u, 0xbf800000u, "min(-NaN, -1) = -1"},
+	{RW_DTYPE_FLOAT32, RW_OP_MAX, 0x7fc00000u, 0x7fc00000u, 0x7fc00000u, "max(NaN, NaN) = NaN"},
+	{RW_DTYPE_FLOAT32, RW_OP_MAX, 0x80000000u, 0x00000000u, 0x00000000u, "max(-0, +0) = +0"},
+	{RW_DTYPE_FLOAT32, RW_OP_MAX, 0x00000000u, 0x80000000u, 0x00000000u, "max(+0, -0) = +0"},
+	{RW_DTYPE_FLOAT32, RW_OP_MIN, 0x00000000u, 0x80000000u, 0x80000000u, "min(+0, -0) = -0"},
+	{RW_DTYPE_FLOAT64, RW_OP_MAX, 0x7ff8000000000000ull, 0xc000000000000000ull,
+	 0xc000000000000000ull, "f64 max(NaN, -2) = -2"},
+	{RW_DTYPE_FLOAT64, RW_OP_MIN, 0x0000000000000000ull, 0x8000000000000000ull,
+	 0x8000000000000000ull, "f64 min(+0, -0) = -0"},
+	{RW_DTYPE_FLOAT64, RW_OP_SUM, 0x3ff0000000000000ull, 0x3ca0000000000000ull,
+	 0x3ff0000000000000ull, "f64 1 + 2^-53 ties to even"},
 	/* float16 / bfloat16: overflow to Inf, ties to even, denormals */
-	{ RW_DTYPE_FLOAT16, RW_OP_SUM, 0x7bff, 0x7bff, 0x7c00, "half 65504 + 65504 = Inf" },
-	{ RW_DTYPE_FLOAT16, RW_OP_SUM, 0x0001, 0x0001, 0x0002, "half denormals add" },
-	{ RW_DTYPE_FLOAT16, RW_OP_SUM, 0x3c00, 0x1000, 0x3c00, "half 1 + 2^-11 ties to even (1)" },
-	{ RW_DTYPE_FLOAT16, RW_OP_SUM, 0x3c01, 0x1000, 0x3c02, "half (1+2^-10) + 2^-11 ties to even (1+2^-9)" },
-	{ RW_DTYPE_FLOAT16, RW_OP_MAX, 0x7e00, 0xbc00, 0xbc00, "half max(NaN, -1) = -1" },
-	{ RW_DTYPE_FLOAT16, RW_OP_MIN, 0x0000, 0x8000, 0x8000, "half min(+0, -0) = -0" },
-	{ RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x7f7f, 0x7f7f, 0x7f80, "bf16 max + max = Inf" },
-	{ RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x3f80, 0x3b80, 0x3f80, "bf16 1 + 2^-8 ties to even (1)" },
-	{ RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x3f81, 0x3b80, 0x3f82, "bf16 (1+2^-7) + 2^-8 ties to even" },
-	{ RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x0001, 0x0001, 0x0002, "bf16 denormals add" },
-	{ RW_DTYPE_BFLOAT16, RW_OP_MAX, 0xffc0, 0x3f80, 0x3f80, "bf16 max(-NaN, 1) = 1" },
+	{RW_DTYPE_FLOAT16, RW_OP_SUM, 0x7bff, 0x7bff, 0x7c00, "half 65504 + 65504 = Inf"},
+	{RW_DTYPE_FLOAT16, RW_OP_SUM, 0x0001, 0x0001, 0x0002, "half denormals add"},
+	{RW_DTYPE_FLOAT16, RW_OP_SUM, 0x3c00, 0x1000, 0x3c00, "half 1 + 2^-11 ties to even (1)"},
+	{RW_DTYPE_FLOAT16, RW_OP_SUM, 0x3c01, 0x1000, 0x3c02,
+	 "half (1+2^-10) + 2^-11 ties to even (1+2^-9)"},
+	{RW_DTYPE_FLOAT16, RW_OP_MAX, 0x7e00, 0xbc00, 0xbc00, "half max(NaN, -1) = -1"},
+	{RW_DTYPE_FLOAT16, RW_OP_MIN, 0x0000, 0x8000, 0x8000, "half min(+0, -0) = -0"},
+	{RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x7f7f, 0x7f7f, 0x7f80, "bf16 max + max = Inf"},
+	{RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x3f80, 0x3b80, 0x3f80, "bf16 1 + 2^-8 ties to even (1)"},
+	{RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x3f81, 0x3b80, 0x3f82, "bf16 (1+2^-7) + 2^-8 ties to even"},
+	{RW_DTYPE_BFLOAT16, RW_OP_SUM, 0x0001, 0x0001, 0x0002, "bf16 denormals add"},
+	{RW_DTYPE_BFLOAT16, RW_OP_MAX, 0xffc0, 0x3f80, 0x3f80, "bf16 max(-NaN, 1) = 1"},
 	/* fp8: saturation, NaN encodings, Inf inputs (e5m2) */
-	{ RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x7e, 0x7e, 0x7e, "e4m3 448 + 448 saturates to 448" },
-	{ RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0xfe, 0xfe, 0xfe, "e4m3 -448 - 448 saturates to -448" },
-	{ RW_DTYPE_FLOAT8E4M3, RW_OP_PROD, 0x7e, 0x40, 0x7e, "e4m3 448 * 2 saturates" },
-	{ RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x7f, 0x38, 0x7f, "e4m3 NaN + 1 = NaN" },
-	{ RW_DTYPE_FLOAT8E4M3, RW_OP_MAX, 0x7f, 0x38, 0x38, "e4m3 max(NaN, 1) = 1" },
-	{ RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x01, 0x01, 0x02, "e4m3 denormals add" },
-	{ RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x38, 0x30, 0x3c, "e4m3 1 + 0.5 = 1.5" },
-	{ RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7c, 0x3c, 0x7b, "e5m2 Inf + 1 saturates to 57344" },
-	{ RW_DTYPE_FLOAT8E5M2, RW_OP_MAX, 0xfc, 0x3c, 0x3c, "e5m2 max(-Inf, 1) = 1" },
-	{ RW_DTYPE_FLOAT8E5M2, RW_OP_MIN, 0xfc, 0x3c, 0xfb, "e5m2 min(-Inf, 1) saturates to -57344" },
-	{ RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7b, 0x7b, 0x7b, "e5m2 57344 + 57344 saturates" },
-	{ RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7e, 0x3c, 0x7f, "e5m2 NaN + 1 = NaN" },
-	{ RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7c, 0xfc, 0x7f, "e5m2 Inf - Inf = NaN" },
+	{RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x7e, 0x7e, 0x7e, "e4m3 448 + 448 saturates to 448"},
+	{RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0xfe, 0xfe, 0xfe, "e4m3 -448 - 448 saturates to -448"},
+	{RW_DTYPE_FLOAT8E4M3, RW_OP_PROD, 0x7e, 0x40, 0x7e, "e4m3 448 * 2 saturates"},
+	{RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x7f, 0x38, 0x7f, "e4m3 NaN + 1 = NaN"},
+	{RW_DTYPE_FLOAT8E4M3, RW_OP_MAX, 0x7f, 0x38, 0x38, "e4m3 max(NaN, 1) = 1"},
+	{RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x01, 0x01, 0x02, "e4m3 denormals add"},
+	{RW_DTYPE_FLOAT8E4M3, RW_OP_SUM, 0x38, 0x30, 0x3c, "e4m3 1 + 0.5 = 1.5"},
+	{RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7c, 0x3c, 0x7b, "e5m2 Inf + 1 saturates to 57344"},
+	{RW_DTYPE_FLOAT8E5M2, RW_OP_MAX, 0xfc, 0x3c, 0x3c, "e5m2 max(-Inf, 1) = 1"},
+	{RW_DTYPE_FLOAT8E5M2, RW_OP_MIN, 0xfc, 0x3c, 0xfb, "e5m2 min(-Inf, 1) saturates to -57344"},
+	{RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7b, 0x7b, 0x7b, "e5m2 57344 + 57344 saturates"},
+	{RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7e, 0x3c, 0x7f, "e5m2 NaN + 1 = NaN"},
+	{RW_DTYPE_FLOAT8E5M2, RW_OP_SUM, 0x7c, 0xfc, 0x7f, "e5m2 Inf - Inf = NaN"},
 };
 
 static const struct {
@@ -456,16 +472,16 @@ static const struct {
 	uint64_t want;
 	const char *why;
 } known_avgs[] = {
-	{ RW_DTYPE_INT32, (uint32_t)-7, 2, (uint32_t)-3, "int32 -7 / 2 truncates to -3" },
-	{ RW_DTYPE_INT8, 0xc8, 2, 0xe4, "int8 (100 + 100 wrapped to -56) / 2 = -28" },
-	{ RW_DTYPE_UINT8, 0xff, 2, 0x7f, "uint8 255 / 2 = 127" },
-	{ RW_DTYPE_INT64, 0x8000000000000000ull, 3, 0xd555555555555556ull, "int64 INT64_MIN / 3" },
-	{ RW_DTYPE_FLOAT32, 0x3f800000u, 3, 0x3eaaaaabu, "float32 1/3 correctly rounded" },
-	{ RW_DTYPE_BFLOAT16, 0x3f80, 3, 0x3eab, "bf16 1/3 correctly rounded" },
-	{ RW_DTYPE_FLOAT16, 0x3c00, 3, 0x3555, "half 1/3 correctly rounded" },
-	{ RW_DTYPE_FLOAT8E4M3, 0x38, 3, 0x2b, "e4m3 1/3 = 0.34375" },
-	{ RW_DTYPE_FLOAT8E5M2, 0x7c, 2, 0x7b, "e5m2 Inf / 2 saturates" },
-	{ RW_DTYPE_FLOAT32, 0x7f800000u, 4, 0x7f800000u, "float32 Inf / 4 = Inf" },
+	{RW_DTYPE_INT32, (uint32_t)-7, 2, (uint32_t)-3, "int32 -7 / 2 truncates to -3"},
+	{RW_DTYPE_INT8, 0xc8, 2, 0xe4, "int8 (100 + 100 wrapped to -56) / 2 = -28"},
+	{RW_DTYPE_UINT8, 0xff, 2, 0x7f, "uint8 255 / 2 = 127"},
+	{RW_DTYPE_INT64, 0x8000000000000000ull, 3, 0xd555555555555556ull, "int64 INT64_MIN / 3"},
+	{RW_DTYPE_FLOAT32, 0x3f800000u, 3, 0x3eaaaaabu, "float32 1/3 correctly rounded"},
+	{RW_DTYPE_BFLOAT16, 0x3f80, 3, 0x3eab, "bf16 1/3 correctly rounded"},
+	{RW_DTYPE_FLOAT16, 0x3c00, 3, 0x3555, "half 1/3 correctly rounded"},
+	{RW_DTYPE_FLOAT8E4M3, 0x38, 3, 0x2b, "e4m3 1/3 = 0.34375"},
+	{RW_DTYPE_FLOAT8E5M2, 0x7c, 2, 0x7b, "e5m2 Inf / 2 saturates"},
+	{RW_DTYPE_FLOAT32, 0x7f800000u, 4, 0x7f800000u, "float32 Inf / 4 = Inf"},
 };
 
 static void documented_semantics(void **state)
@@ -475,7 +491,7 @@ static void documented_semantics(void **state)
 		assert_int_equal(rw_reduce_set_isa(isas[s]), 0);
 		for (size_t k = 0; k < RW_ARRAY_SIZE(knowns); k++) {
 			const struct known *t = &knowns[k];
-			uint64_t a[5] = { t->a, t->a, t->a, t->a, t->a }, b[5], d[5] = { 0 };
+			uint64_t a[5] = {t->a, t->a, t->a, t->a, t->a}, b[5], d[5] = {0};
 
 			for (int i = 0; i < 5; i++)
 				ref_put(b, (size_t)i, t->dt, t->b);
@@ -493,7 +509,7 @@ static void documented_semantics(void **state)
 						 ref_str(t->dt, ref_get(d, i, t->dt), 0));
 		}
 		for (size_t k = 0; k < RW_ARRAY_SIZE(known_avgs); k++) {
-			uint64_t a[3] = { 0 }, d[3] = { 0 };
+			uint64_t a[3] = {0}, d[3] = {0};
 			enum rw_dtype dt = known_avgs[k].dt;
 
 			for (size_t i = 0; i < 3; i++)
@@ -504,7 +520,8 @@ static void documented_semantics(void **state)
 			for (size_t i = 0; i < 3; i++)
 				if (!ref_same(dt, ref_get(d, i, dt), known_avgs[k].want))
 					fail_msg("[%s] %s: got %s", rw_isa_name(isas[s]),
-						 known_avgs[k].why, ref_str(dt, ref_get(d, i, dt), 0));
+						 known_avgs[k].why,
+						 ref_str(dt, ref_get(d, i, dt), 0));
 		}
 	}
 }
@@ -512,8 +529,8 @@ static void documented_semantics(void **state)
 /* ---- k-source folds and avg ----------------------------------------------- */
 
 /* want = left fold of k sources (then / nranks when nranks != 0). */
-static void ref_fold(void *want, char *const *srcs, unsigned int k, size_t count,
-		     enum rw_dtype dt, enum rw_op op, unsigned int nranks)
+static void ref_fold(void *want, char *const *srcs, unsigned int k, size_t count, enum rw_dtype dt,
+		     enum rw_op op, unsigned int nranks)
 {
 	for (size_t i = 0; i < count; i++) {
 		uint64_t acc = ref_get(srcs[0], i, dt);
@@ -529,7 +546,7 @@ static void ref_fold(void *want, char *const *srcs, unsigned int k, size_t count
 static void multi_folds_match_left_fold(void **state)
 {
 	/* 2053 float32 and 9001 bytes cross the 8 KiB accumulator tile */
-	static const size_t n[] = { 1, 5, 33, 1000, 2053, 9001 };
+	static const size_t n[] = {1, 5, 33, 1000, 2053, 9001};
 	uint64_t seed = 5000;
 
 	(void)state;
@@ -566,25 +583,34 @@ static void multi_folds_match_left_fold(void **state)
 						unsigned int nranks = avg ? k + 1 : 0;
 
 						for (unsigned int j = 0; j < k; j++)
-							memcpy(sp[j], orig.p + j * count * size, count * size);
+							memcpy(sp[j], orig.p + j * count * size,
+							       count * size);
 						for (unsigned int j = 0; j < k; j++)
 							cs[j] = sp[j];
 						if (avg)
-							assert_int_equal(rw_reduce_multi_avg(dst, cs, k, count,
-											     (enum rw_dtype)dt,
-											     nranks), 0);
+							assert_int_equal(rw_reduce_multi_avg(
+										 dst, cs, k, count,
+										 (enum rw_dtype)dt,
+										 nranks),
+									 0);
 						else
-							assert_int_equal(rw_reduce_multi(dst, cs, k, count,
-											 (enum rw_dtype)dt,
-											 op), 0);
-						ref_check(avg ? "rw_reduce_multi_avg" : "rw_reduce_multi",
-							  (enum rw_dtype)dt, avg ? RW_OP_AVG : op, dst,
-							  want.p + avg * count * size, NULL, NULL, count);
+							assert_int_equal(
+								rw_reduce_multi(dst, cs, k, count,
+										(enum rw_dtype)dt,
+										op),
+								0);
+						ref_check(avg ? "rw_reduce_multi_avg"
+							      : "rw_reduce_multi",
+							  (enum rw_dtype)dt, avg ? RW_OP_AVG : op,
+							  dst, want.p + avg * count * size, NULL,
+							  NULL, count);
 						for (unsigned int j = 0; j < k; j++) {
 							tbuf_check_guards(&src[j]);
 							if ((int)j != alias)
-								assert_memory_equal(sp[j], orig.p + j * count * size,
-										    count * size);
+								assert_memory_equal(
+									sp[j],
+									orig.p + j * count * size,
+									count * size);
 						}
 						tbuf_check_guards(&d);
 					}
@@ -601,8 +627,8 @@ static void multi_folds_match_left_fold(void **state)
 
 static void scale_matches_reference(void **state)
 {
-	static const unsigned int nr[] = { 1, 2, 3, 7, 8, 10, 1000, 4095 };
-	static const size_t n[] = { 1, 17, 1001 };
+	static const unsigned int nr[] = {1, 2, 3, 7, 8, 10, 1000, 4095};
+	static const size_t n[] = {1, 17, 1001};
 	uint64_t seed = 9000;
 
 	(void)state;
@@ -623,13 +649,18 @@ static void scale_matches_reference(void **state)
 					for (size_t i = 0; i < n[c]; i++)
 						ref_put(want.p, i, (enum rw_dtype)dt,
 							ref_div((enum rw_dtype)dt,
-								ref_get(a.p, i, (enum rw_dtype)dt), nr[r]));
-					assert_int_equal(rw_scale(d.p, a.p, n[c], (enum rw_dtype)dt, nr[r]), 0);
-					ref_check("rw_scale", (enum rw_dtype)dt, RW_OP_AVG, d.p, want.p,
-						  a.p, NULL, n[c]);
-					assert_int_equal(rw_scale(a.p, a.p, n[c], (enum rw_dtype)dt, nr[r]), 0);
-					ref_check("rw_scale in place", (enum rw_dtype)dt, RW_OP_AVG, a.p,
-						  want.p, a0.p, NULL, n[c]);
+								ref_get(a.p, i, (enum rw_dtype)dt),
+								nr[r]));
+					assert_int_equal(
+						rw_scale(d.p, a.p, n[c], (enum rw_dtype)dt, nr[r]),
+						0);
+					ref_check("rw_scale", (enum rw_dtype)dt, RW_OP_AVG, d.p,
+						  want.p, a.p, NULL, n[c]);
+					assert_int_equal(
+						rw_scale(a.p, a.p, n[c], (enum rw_dtype)dt, nr[r]),
+						0);
+					ref_check("rw_scale in place", (enum rw_dtype)dt, RW_OP_AVG,
+						  a.p, want.p, a0.p, NULL, n[c]);
 					tbuf_check_guards(&a);
 					tbuf_check_guards(&d);
 					tbuf_free(&a);
@@ -649,7 +680,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(bad_arguments_are_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(count_zero_does_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(documented_semantics, setup, teardown),
-		cmocka_unit_test_setup_teardown(every_dtype_and_op_matches_reference, setup, teardown),
+		cmocka_unit_test_setup_teardown(every_dtype_and_op_matches_reference, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(in_place_matches_reference, setup, teardown),
 		cmocka_unit_test_setup_teardown(narrow_types_exhaustive, setup, teardown),
 		cmocka_unit_test_setup_teardown(multi_folds_match_left_fold, setup, teardown),

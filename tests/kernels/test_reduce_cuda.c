@@ -64,7 +64,7 @@ static int teardown(void **state)
 
 static void without_gpu_device_calls_fail_cleanly(void **state)
 {
-	float a[16] = { 1 }, b[16] = { 2 }, d[16] = { 0 };
+	float a[16] = {1}, b[16] = {2}, d[16] = {0};
 	void *p = (void *)0x1234, *s = (void *)0x5678;
 	int n = -7, want = RW_HAVE_CUDA ? -ENODEV : -ENOTSUP;
 
@@ -77,8 +77,9 @@ static void without_gpu_device_calls_fail_cleanly(void **state)
 	assert_int_equal(rw_cuda_mem_kind(a), RW_MEM_HOST);
 	assert_int_equal(rw_cuda_ptr_device(a), -1);
 	assert_int_equal(rw_reduce_dev(d, a, b, 16, RW_DTYPE_FLOAT32, RW_OP_SUM, NULL), want);
-	assert_int_equal(rw_reduce_multi_avg_dev(d, (const void *[]){ a, b }, 2, 16,
-						 RW_DTYPE_BFLOAT16, 2, NULL), want);
+	assert_int_equal(rw_reduce_multi_avg_dev(d, (const void *[]){a, b}, 2, 16,
+						 RW_DTYPE_BFLOAT16, 2, NULL),
+			 want);
 	assert_int_equal(rw_scale_dev(d, a, 16, RW_DTYPE_INT32, 2, NULL), want);
 	assert_int_equal(d[0], 0.0f);
 	assert_int_equal(rw_cuda_malloc(&p, 64), want);
@@ -167,11 +168,11 @@ static void check_dev(enum rw_dtype dt, enum rw_op op, size_t count, const size_
 
 static void device_matches_host(void **state)
 {
-	static const size_t counts[] = { 1, 3, 17, 1000, 65537, (1u << 20) + 3 };
+	static const size_t counts[] = {1, 3, 17, 1000, 65537, (1u << 20) + 3};
 	/* same mod 16 | different mod 16 | not element-aligned | mixed */
-	static const size_t offs[][3] = { { 0, 0, 0 }, { 4, 4, 4 }, { 0, 4, 8 }, { 1, 1, 1 }, { 3, 5, 7 } };
+	static const size_t offs[][3] = {{0, 0, 0}, {4, 4, 4}, {0, 4, 8}, {1, 1, 1}, {3, 5, 7}};
 	/* quick: 1, 17 and 65537 elements; offsets { 0, 4, 8 } and { 3, 5, 7 } */
-	static const size_t quick_counts[] = { 0, 2, 4 }, quick_offs[] = { 2, 4 };
+	static const size_t quick_counts[] = {0, 2, 4}, quick_offs[] = {2, 4};
 	size_t ncounts = quick ? RW_ARRAY_SIZE(quick_counts) : RW_ARRAY_SIZE(counts);
 	size_t noffs = quick ? RW_ARRAY_SIZE(quick_offs) : RW_ARRAY_SIZE(offs);
 	uint64_t seed = 1;
@@ -185,12 +186,13 @@ static void device_matches_host(void **state)
 				for (size_t o = 0; o < noffs; o++)
 					check_dev((enum rw_dtype)dt, (enum rw_op)op,
 						  counts[quick ? quick_counts[c] : c],
-						  offs[quick ? quick_offs[o] : o], ALIAS_NONE, seed++);
+						  offs[quick ? quick_offs[o] : o], ALIAS_NONE,
+						  seed++);
 }
 
 static void device_in_place(void **state)
 {
-	static const size_t off[3] = { 0, 8, 8 };
+	static const size_t off[3] = {0, 8, 8};
 
 	(void)state;
 	if (!have_gpu)
@@ -232,32 +234,39 @@ static void device_folds_and_avg(void **state)
 			}
 			dbuf_init(&dd, bytes, 0);
 
-			assert_int_equal(rw_reduce_multi(want, hs, k, count, (enum rw_dtype)dt, op), 0);
+			assert_int_equal(rw_reduce_multi(want, hs, k, count, (enum rw_dtype)dt, op),
+					 0);
 			assert_int_equal(rw_reduce_multi_dev(dd.p, ds, k, count, (enum rw_dtype)dt,
-							     op, stream), 0);
+							     op, stream),
+					 0);
 			assert_int_equal(rw_cuda_stream_sync(stream), 0);
 			got = host_copy(&dd);
-			ref_check("rw_reduce_multi_dev", (enum rw_dtype)dt, op, got, want, NULL, NULL, count);
+			ref_check("rw_reduce_multi_dev", (enum rw_dtype)dt, op, got, want, NULL,
+				  NULL, count);
 			free(got);
 
 			/* avg into the last source, as the engine's last step does */
-			assert_int_equal(rw_reduce_multi_avg(want, hs, k, count, (enum rw_dtype)dt, k), 0);
+			assert_int_equal(
+				rw_reduce_multi_avg(want, hs, k, count, (enum rw_dtype)dt, k), 0);
 			assert_int_equal(rw_reduce_multi_avg_dev(d[k - 1].p, ds, k, count,
-								 (enum rw_dtype)dt, k, stream), 0);
+								 (enum rw_dtype)dt, k, stream),
+					 0);
 			assert_int_equal(rw_cuda_stream_sync(stream), 0);
 			got = host_copy(&d[k - 1]);
-			ref_check("rw_reduce_multi_avg_dev", (enum rw_dtype)dt, RW_OP_AVG, got, want,
-				  NULL, NULL, count);
+			ref_check("rw_reduce_multi_avg_dev", (enum rw_dtype)dt, RW_OP_AVG, got,
+				  want, NULL, NULL, count);
 			free(got);
 
 			/* scale the first source in place */
 			assert_int_equal(rw_scale(want, h[0], count, (enum rw_dtype)dt, 3 + k), 0);
 			assert_int_equal(rw_cuda_memcpy(d[0].p, h[0], bytes), 0);
-			assert_int_equal(rw_scale_dev(d[0].p, d[0].p, count, (enum rw_dtype)dt, 3 + k,
-						      stream), 0);
+			assert_int_equal(rw_scale_dev(d[0].p, d[0].p, count, (enum rw_dtype)dt,
+						      3 + k, stream),
+					 0);
 			assert_int_equal(rw_cuda_stream_sync(stream), 0);
 			got = host_copy(&d[0]);
-			ref_check("rw_scale_dev", (enum rw_dtype)dt, RW_OP_AVG, got, want, h[0], NULL, count);
+			ref_check("rw_scale_dev", (enum rw_dtype)dt, RW_OP_AVG, got, want, h[0],
+				  NULL, count);
 			free(got);
 
 			for (unsigned int j = 0; j < k; j++) {
@@ -315,7 +324,8 @@ static void helpers_on_gpu(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(without_gpu_device_calls_fail_cleanly, setup, teardown),
+		cmocka_unit_test_setup_teardown(without_gpu_device_calls_fail_cleanly, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(helpers_on_gpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(device_matches_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(device_in_place, setup, teardown),

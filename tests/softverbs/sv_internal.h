@@ -336,10 +336,9 @@ uint64_t sv_now_ns(void);
 /* sv_mr.c: PD and MR verbs (for sv_ctx_ops) and key lookup */
 struct ibv_pd *sv_alloc_pd(struct ibv_context *context);
 int sv_dealloc_pd(struct ibv_pd *ibpd);
-struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t hca_va,
-				int access);
-struct ibv_mr *sv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
-				       uint64_t iova, int fd, int access);
+struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t hca_va, int access);
+struct ibv_mr *sv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
+				int fd, int access);
 int sv_dereg_mr(struct verbs_mr *vmr);
 struct sv_mr *sv_mr_lookup(struct sv_ctx *ctx, uint32_t key);
 

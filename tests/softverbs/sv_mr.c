@@ -126,8 +126,7 @@ static struct ibv_mr *mr_create(struct ibv_pd *pd, uint8_t *host, size_t len, ui
 	return &mr->vmr.ibv_mr;
 }
 
-struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t hca_va,
-				int access)
+struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t hca_va, int access)
 {
 	if (!addr) {
 		errno = EFAULT;
@@ -141,8 +140,8 @@ struct ibv_mr *sv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t hca
  * the tests): the memory is mapped here and remote addresses are relative
  * to iova, as on a NIC.
  */
-struct ibv_mr *sv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len,
-				       uint64_t iova, int fd, int access)
+struct ibv_mr *sv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
+				int fd, int access)
 {
 	struct sv_ctx *ctx = sv_ctx_of(pd->context);
 	long pg = sysconf(_SC_PAGESIZE);

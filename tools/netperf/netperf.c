@@ -28,13 +28,13 @@
 #include "common/rw_params.h"
 #include "tools/netperf/np.h"
 
-#define WINDOW 8 /* sends in flight, like NCCL_STEPS */
+#define WINDOW	      8 /* sends in flight, like NCCL_STEPS */
 #define WAIT_LIMIT_US (60 * 1e6)
 
 struct opts {
 	size_t min_bytes, max_bytes;
 	double factor;
-	int iters;    /* 0: automatic per size */
+	int iters; /* 0: automatic per size */
 	int warmup;
 	int dev;
 	bool local, server, baseline, verbose;
@@ -55,16 +55,16 @@ struct peer {
 
 static bool verbose;
 
-static void np_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
-		      int line, const char *fmt, ...)
+static void np_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+		      const char *fmt, ...)
 {
 	va_list ap;
 
 	(void)flags;
 	if (level > NCCL_LOG_WARN && !verbose)
 		return;
-	fprintf(stderr, "[%d] %s %s:%d ", (int)getpid(),
-		level == NCCL_LOG_WARN ? "WARN" : "INFO", file, line);
+	fprintf(stderr, "[%d] %s %s:%d ", (int)getpid(), level == NCCL_LOG_WARN ? "WARN" : "INFO",
+		file, line);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -73,18 +73,17 @@ static void np_logger(ncclDebugLogLevel level, unsigned long flags, const char *
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: ringway-netperf --local | --server [-p PORT] | --client HOST [-p PORT]\n"
-		"  -b, --minbytes N   smallest message (default 8; K/M/G allowed)\n"
-		"  -e, --maxbytes N   largest message (default 64M)\n"
-		"  -f, --stepfactor F multiply the size by F each step (default 2)\n"
-		"  -n, --iters N      messages per size (default: ~1 GB per size, 5..1000)\n"
-		"  -w, --warmup N     untimed messages per size (default 5)\n"
-		"  -d, --dev N        plugin device index (default 0)\n"
-		"      --no-baseline  skip the raw TCP comparison\n"
-		"      --plugin PATH  plugin to load (default libnccl-net-ringway.so)\n"
-		"      --params       list every RINGWAY_* variable with its value and exit\n"
-		"  -v, --verbose      show the plugin's INFO lines\n");
+	fprintf(f, "usage: ringway-netperf --local | --server [-p PORT] | --client HOST [-p PORT]\n"
+		   "  -b, --minbytes N   smallest message (default 8; K/M/G allowed)\n"
+		   "  -e, --maxbytes N   largest message (default 64M)\n"
+		   "  -f, --stepfactor F multiply the size by F each step (default 2)\n"
+		   "  -n, --iters N      messages per size (default: ~1 GB per size, 5..1000)\n"
+		   "  -w, --warmup N     untimed messages per size (default 5)\n"
+		   "  -d, --dev N        plugin device index (default 0)\n"
+		   "      --no-baseline  skip the raw TCP comparison\n"
+		   "      --plugin PATH  plugin to load (default libnccl-net-ringway.so)\n"
+		   "      --params       list every RINGWAY_* variable with its value and exit\n"
+		   "  -v, --verbose      show the plugin's INFO lines\n");
 }
 
 static int parse_size_arg(const char *s, size_t *out)
@@ -98,27 +97,31 @@ static int parse_size_arg(const char *s, size_t *out)
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-		{ "minbytes", required_argument, NULL, 'b' },
-		{ "maxbytes", required_argument, NULL, 'e' },
-		{ "stepfactor", required_argument, NULL, 'f' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "dev", required_argument, NULL, 'd' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "local", no_argument, NULL, 'L' },
-		{ "server", no_argument, NULL, 'S' },
-		{ "client", required_argument, NULL, 'C' },
-		{ "no-baseline", no_argument, NULL, 'B' },
-		{ "plugin", required_argument, NULL, 'P' },
-		{ "params", no_argument, NULL, 'R' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+		{"minbytes", required_argument, NULL, 'b'},
+		{"maxbytes", required_argument, NULL, 'e'},
+		{"stepfactor", required_argument, NULL, 'f'},
+		{"iters", required_argument, NULL, 'n'},
+		{"warmup", required_argument, NULL, 'w'},
+		{"dev", required_argument, NULL, 'd'},
+		{"port", required_argument, NULL, 'p'},
+		{"local", no_argument, NULL, 'L'},
+		{"server", no_argument, NULL, 'S'},
+		{"client", required_argument, NULL, 'C'},
+		{"no-baseline", no_argument, NULL, 'B'},
+		{"plugin", required_argument, NULL, 'P'},
+		{"params", no_argument, NULL, 'R'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
 	};
 	int c;
 
-	*o = (struct opts){ .min_bytes = 8, .max_bytes = 64 << 20, .factor = 2,
-			    .warmup = 5, .port = 18515, .baseline = true };
+	*o = (struct opts){.min_bytes = 8,
+			   .max_bytes = 64 << 20,
+			   .factor = 2,
+			   .warmup = 5,
+			   .port = 18515,
+			   .baseline = true};
 	while ((c = getopt_long(argc, argv, "b:e:f:n:w:d:p:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -129,17 +132,39 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_size_arg(optarg, &o->max_bytes))
 				return -1;
 			break;
-		case 'f': o->factor = atof(optarg); break;
-		case 'n': o->iters = atoi(optarg); break;
-		case 'w': o->warmup = atoi(optarg); break;
-		case 'd': o->dev = atoi(optarg); break;
-		case 'p': o->port = atoi(optarg); break;
-		case 'L': o->local = true; break;
-		case 'S': o->server = true; break;
-		case 'C': o->host = optarg; break;
-		case 'B': o->baseline = false; break;
-		case 'P': o->plugin = optarg; break;
-		case 'v': o->verbose = true; break;
+		case 'f':
+			o->factor = atof(optarg);
+			break;
+		case 'n':
+			o->iters = atoi(optarg);
+			break;
+		case 'w':
+			o->warmup = atoi(optarg);
+			break;
+		case 'd':
+			o->dev = atoi(optarg);
+			break;
+		case 'p':
+			o->port = atoi(optarg);
+			break;
+		case 'L':
+			o->local = true;
+			break;
+		case 'S':
+			o->server = true;
+			break;
+		case 'C':
+			o->host = optarg;
+			break;
+		case 'B':
+			o->baseline = false;
+			break;
+		case 'P':
+			o->plugin = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
 		case 'R': {
 			struct rw_config cfg;
 
@@ -147,8 +172,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			rw_params_print(stdout, &cfg);
 			exit(0);
 		}
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
 		}
 	}
 	if (o->local + o->server + (o->host != NULL) != 1) {
@@ -167,7 +196,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 /* The installed plugin, else the one in this build tree. */
 static void *load_plugin(const char *path)
 {
-	const char *tries[] = { path, "libnccl-net-ringway.so", RW_NETPERF_BUILD_PLUGIN };
+	const char *tries[] = {path, "libnccl-net-ringway.so", RW_NETPERF_BUILD_PLUGIN};
 	void *h = NULL;
 
 	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]) && !h; i++) {
@@ -184,14 +213,14 @@ static void *load_plugin(const char *path)
 	return h;
 }
 
-#define NCHECK(call)                                                              \
-	do {                                                                      \
-		ncclResult_t r_ = (call);                                         \
-		if (r_ != ncclSuccess) {                                          \
-			fprintf(stderr, "ringway-netperf[%d]: %s failed: ncclResult %d\n", \
-				p->rank, #call, (int)r_);                         \
-			return -EIO;                                              \
-		}                                                                 \
+#define NCHECK(call)                                                                               \
+	do {                                                                                       \
+		ncclResult_t r_ = (call);                                                          \
+		if (r_ != ncclSuccess) {                                                           \
+			fprintf(stderr, "ringway-netperf[%d]: %s failed: ncclResult %d\n",         \
+				p->rank, #call, (int)r_);                                          \
+			return -EIO;                                                               \
+		}                                                                                  \
 	} while (0)
 
 static int wait_req(struct peer *p, void *req, int *size)
@@ -234,8 +263,8 @@ static int post_recv(struct peer *p, void *data, size_t size, void **req)
 
 static int setup(struct peer *p, const struct opts *o, size_t bufsize)
 {
-	char mine[NCCL_NET_HANDLE_MAXSIZE] = { 0 }, theirs[NCCL_NET_HANDLE_MAXSIZE];
-	ncclNetCommConfig_v11_t config = { .trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF };
+	char mine[NCCL_NET_HANDLE_MAXSIZE] = {0}, theirs[NCCL_NET_HANDLE_MAXSIZE];
+	ncclNetCommConfig_v11_t config = {.trafficClass = NCCL_NET_TRAFFIC_CLASS_UNDEF};
 	ncclNetDeviceHandle_v11_t *dh = NULL;
 	ncclNetProperties_v11_t props;
 	void *lcomm = NULL;
@@ -275,7 +304,8 @@ static int setup(struct peer *p, const struct opts *o, size_t bufsize)
 		if (!p->recv_comm)
 			NCHECK(p->net->accept(lcomm, &p->recv_comm, &dh));
 		if (np_now_us() > deadline) {
-			fprintf(stderr, "ringway-netperf[%d]: connection not established\n", p->rank);
+			fprintf(stderr, "ringway-netperf[%d]: connection not established\n",
+				p->rank);
 			return -ETIMEDOUT;
 		}
 	}
@@ -312,7 +342,7 @@ static size_t count_wrong(const char *buf, size_t n, size_t seed)
  * last message. */
 static int stream(struct peer *p, size_t size, int iters, double *elapsed_us, size_t *wrong)
 {
-	void *reqs[WINDOW] = { 0 };
+	void *reqs[WINDOW] = {0};
 	int sz, last_sz = -1, rc = 0;
 	double t0;
 
@@ -354,8 +384,9 @@ static int stream(struct peer *p, size_t size, int iters, double *elapsed_us, si
 	*elapsed_us = np_now_us() - t0;
 	/* rank 1 checks the last message after the ack, outside rank 0's time */
 	if (!rc && p->rank == 1)
-		*wrong = iters < WINDOW || (size_t)last_sz == size ? count_wrong(p->rbuf, size, size)
-								    : size;
+		*wrong = iters < WINDOW || (size_t)last_sz == size
+				 ? count_wrong(p->rbuf, size, size)
+				 : size;
 	return rc;
 }
 
@@ -406,7 +437,7 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 	if (p->rank == 0)
 		printf("#\n# %12s %8s %12s %12s %12s %8s\n", "size(B)", "iters", "time(us)",
 		       "algbw(GB/s)", "rtt(us)", "#wrong");
-	for (size_t size = o->min_bytes;; ) {
+	for (size_t size = o->min_bytes;;) {
 		int iters = auto_iters(o, size);
 		int pp = iters < 200 ? iters : 200;
 		double el = 0, rtt = 0;
@@ -447,7 +478,7 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 	}
 
 	if (o->baseline) {
-		struct np_raw_result raw = { 0 };
+		struct np_raw_result raw = {0};
 		int iters = auto_iters(o, o->max_bytes);
 		double mc = 0;
 
@@ -472,17 +503,20 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 		if (p->rank == 0) {
 			printf("#\n# raw TCP, one stream, %zu B x %d: %.3f GB/s\n", raw.bytes,
 			       raw.iters, raw.gbps);
-			printf("# raw TCP ping-pong, 8 B: rtt %.2f us blocking, %.2f us busy-polling\n",
+			printf("# raw TCP ping-pong, 8 B: rtt %.2f us blocking, %.2f us "
+			       "busy-polling\n",
 			       raw.rtt_us, raw.rtt_poll_us);
 			printf("# ringway at %zu B: %.3f GB/s = %.2fx raw TCP\n", last, last_bw,
 			       last_bw / raw.gbps);
-			printf("# ringway rtt at %zu B: %.2f us = %.2fx raw TCP (the faster of the two)\n",
+			printf("# ringway rtt at %zu B: %.2f us = %.2fx raw TCP (the faster of the "
+			       "two)\n",
 			       o->min_bytes, small_rtt,
 			       small_rtt / RW_MIN(raw.rtt_us, raw.rtt_poll_us));
 		}
 	}
 	if (p->rank == 0)
-		printf("# Out of bounds values : %zu %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+		printf("# Out of bounds values : %zu %s\n", total_wrong,
+		       total_wrong ? "FAILED" : "OK");
 
 	NCHECK(p->net->deregMr(p->send_comm, p->send_mh));
 	NCHECK(p->net->deregMr(p->recv_comm, p->recv_mh));
@@ -494,7 +528,7 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 
 int main(int argc, char **argv)
 {
-	struct peer p = { 0 };
+	struct peer p = {0};
 	struct opts o;
 	const char *raw_host = "127.0.0.1";
 	int rc;

@@ -20,8 +20,8 @@ int np_boot_server(int port, int *fd_out);
 int np_boot_client(const char *host, int port, int timeout_ms, int *fd_out);
 
 struct np_raw_result {
-	double gbps;    /* one-stream bandwidth, GB/s (1e9) */
-	double rtt_us;  /* ping-pong round trip, blocking reads */
+	double gbps;	    /* one-stream bandwidth, GB/s (1e9) */
+	double rtt_us;	    /* ping-pong round trip, blocking reads */
 	double rtt_poll_us; /* the same, reads busy-polled */
 	size_t bytes;
 	int iters;
@@ -33,8 +33,8 @@ struct np_raw_result {
  * 0 is reachable at).  One stream, TCP_NODELAY, blocking send/recv: what a
  * careful program does without ringway.  Both ranks return the figures.
  */
-int np_raw_tcp(int boot, int rank, const char *host, size_t bytes, int iters,
-	       int pp_iters, struct np_raw_result *out);
+int np_raw_tcp(int boot, int rank, const char *host, size_t bytes, int iters, int pp_iters,
+	       struct np_raw_result *out);
 
 double np_now_us(void);
 

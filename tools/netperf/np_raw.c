@@ -104,8 +104,9 @@ static void set_nodelay(int fd)
 
 int np_boot_server(int port, int *fd_out)
 {
-	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port),
-				  .sin6_addr = IN6ADDR_ANY_INIT };
+	struct sockaddr_in6 a = {.sin6_family = AF_INET6,
+				 .sin6_port = htons((uint16_t)port),
+				 .sin6_addr = IN6ADDR_ANY_INIT};
 	int one = 1, zero = 0, lfd, fd;
 
 	lfd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -130,7 +131,7 @@ int np_boot_server(int port, int *fd_out)
 
 int np_boot_client(const char *host, int port, int timeout_ms, int *fd_out)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res, *ai;
 	char portstr[16];
 	double deadline = np_now_us() + timeout_ms * 1e3;
 	int rc;
@@ -169,7 +170,7 @@ static int raw_connect(int boot, int rank, const char *host, int *fd_out)
 	if (rank == 0) {
 		struct sockaddr_storage ss;
 		socklen_t len = sizeof(ss);
-		struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT };
+		struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
 		int zero = 0, lfd, fd;
 		uint16_t port;
 
@@ -206,10 +207,10 @@ static int raw_connect(int boot, int rank, const char *host, int *fd_out)
 	return 0;
 }
 
-int np_raw_tcp(int boot, int rank, const char *host, size_t bytes, int iters,
-	       int pp_iters, struct np_raw_result *out)
+int np_raw_tcp(int boot, int rank, const char *host, size_t bytes, int iters, int pp_iters,
+	       struct np_raw_result *out)
 {
-	char small[8] = { 0 };
+	char small[8] = {0};
 	char *buf;
 	double t0, t1;
 	int fd = -1, rc;

@@ -8,8 +8,7 @@
 
 #include "tools/reduce-bench/rb.h"
 
-void rb_plain_add_f32(float *restrict c, const float *restrict a, const float *restrict b,
-		      size_t n)
+void rb_plain_add_f32(float *restrict c, const float *restrict a, const float *restrict b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		c[i] = a[i] + b[i];

@@ -47,7 +47,8 @@ static void dev_time(const struct rb_opts *o, struct rb_dev *d, enum rw_dtype dt
 		if (err)
 			die("cudaEventRecord", err);
 		if (op < 0)
-			err = rw_cuda_memcpy_async(d->buf[o->nsrcs], d->buf[0], d->bytes, d->stream);
+			err = rw_cuda_memcpy_async(d->buf[o->nsrcs], d->buf[0], d->bytes,
+						   d->stream);
 		else if (op == RW_OP_AVG)
 			err = rw_reduce_multi_avg_dev(dst, srcs, o->nsrcs, count, dt, o->nsrcs,
 						      d->stream);
@@ -72,7 +73,7 @@ static void dev_time(const struct rb_opts *o, struct rb_dev *d, enum rw_dtype dt
 
 int rb_device(const struct rb_opts *o)
 {
-	struct rb_dev d = { .bytes = o->dev_bytes };
+	struct rb_dev d = {.bytes = o->dev_bytes};
 	struct rb_stats copy, st;
 	int n = 0, dev = 0, err = rw_cuda_device_count(&n);
 	char *host;
@@ -84,8 +85,8 @@ int rb_device(const struct rb_opts *o)
 	}
 	rw_cuda_get_device(&dev);
 	printf("# device %d of %d: %zu MiB per buffer, %u sources%s, best of %d runs timed with "
-	       "CUDA events (median in brackets)\n", dev, n, o->dev_bytes >> 20, o->nsrcs,
-	       o->in_place ? ", in place" : "", o->iters);
+	       "CUDA events (median in brackets)\n",
+	       dev, n, o->dev_bytes >> 20, o->nsrcs, o->in_place ? ", in place" : "", o->iters);
 	host = malloc(o->dev_bytes);
 	if (!host)
 		exit(1);
@@ -109,7 +110,8 @@ int rb_device(const struct rb_opts *o)
 		if (!o->dtypes[dt])
 			continue;
 		for (unsigned int j = 0; j < o->nsrcs; j++) {
-			rb_fill(host, o->dev_bytes / rw_dtype_size((enum rw_dtype)dt), (enum rw_dtype)dt, j);
+			rb_fill(host, o->dev_bytes / rw_dtype_size((enum rw_dtype)dt),
+				(enum rw_dtype)dt, j);
 			err = rw_cuda_memcpy(d.buf[j], host, o->dev_bytes);
 			if (err)
 				die("cudaMemcpy", err);
@@ -120,7 +122,8 @@ int rb_device(const struct rb_opts *o)
 			if (!o->ops[op])
 				continue;
 			dev_time(o, &d, (enum rw_dtype)dt, op, &st);
-			printf("dev   %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)  %5.1f%% of D2D copy\n",
+			printf("dev   %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)  %5.1f%% of D2D "
+			       "copy\n",
 			       rw_dtype_name((enum rw_dtype)dt), rw_op_name((enum rw_op)op), "cuda",
 			       bytes / st.best / 1e9, bytes / st.median / 1e9,
 			       100.0 * (bytes / st.best) / (2.0 * (double)d.bytes / copy.best));

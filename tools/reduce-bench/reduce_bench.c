@@ -130,7 +130,8 @@ static void host_baselines(const struct rb_opts *o, struct rb_host *h)
 	}
 	rb_stats_of(h->secs, o->iters, &st);
 	printf("host  %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)\n", "memcpy", "copy", "libc",
-	       gbs(2.0 * (double)o->host_bytes, st.best), gbs(2.0 * (double)o->host_bytes, st.median));
+	       gbs(2.0 * (double)o->host_bytes, st.best),
+	       gbs(2.0 * (double)o->host_bytes, st.median));
 
 	time_plain_add(o, h);
 	for (int i = 0; i < o->iters; i++)
@@ -178,7 +179,8 @@ static void host_one(const struct rb_opts *o, struct rb_host *h, enum rw_dtype d
 	printf("host  %-10s %-6s %-9s %7.2f GB/s  (median %7.2f)  %5.1f%% of plain add (%.2f)\n",
 	       rw_dtype_name(dt), rw_op_name(op), rw_isa_name(rw_reduce_get_isa()),
 	       gbs(bytes, st.best), gbs(bytes, st.median),
-	       100.0 * gbs(bytes, st.best) / gbs(plain_bytes, plain.best), gbs(plain_bytes, plain.best));
+	       100.0 * gbs(bytes, st.best) / gbs(plain_bytes, plain.best),
+	       gbs(plain_bytes, plain.best));
 }
 
 static void run_host(const struct rb_opts *o)
@@ -191,7 +193,8 @@ static void run_host(const struct rb_opts *o)
 	       o->host_bytes >> 20, o->nsrcs, o->in_place ? ", in place" : "", o->iters,
 	       rw_isa_name(best));
 	printf("# GB/s = (bytes read + bytes written) / time; avg = sum and /nranks in one pass;\n"
-	       "# %% of plain add: against the plain add run between the kernel's runs (its GB/s in brackets)\n");
+	       "# %% of plain add: against the plain add run between the kernel's runs (its GB/s "
+	       "in brackets)\n");
 	for (unsigned int j = 0; j <= o->nsrcs; j++)
 		h.buf[j] = rb_alloc(o->host_bytes);
 	for (int j = 0; j < 3; j++) {
@@ -234,11 +237,23 @@ static size_t parse_size(const char *s)
 	unsigned long long v = strtoull(s, &end, 10);
 
 	switch (*end) {
-	case 'G': case 'g': v <<= 30; break;
-	case 'M': case 'm': v <<= 20; break;
-	case 'K': case 'k': v <<= 10; break;
-	case '\0': break;
-	default: v = 0; break;
+	case 'G':
+	case 'g':
+		v <<= 30;
+		break;
+	case 'M':
+	case 'm':
+		v <<= 20;
+		break;
+	case 'K':
+	case 'k':
+		v <<= 10;
+		break;
+	case '\0':
+		break;
+	default:
+		v = 0;
+		break;
 	}
 	return (size_t)v;
 }
@@ -291,7 +306,8 @@ static void usage(FILE *f)
 		"  -i, --in-place       dst is the first source\n"
 		"  -a, --all-isas       also the instruction sets below the best one\n"
 		"      --host-only, --device-only\n"
-		"datatypes:", RW_REDUCE_MAX_SRCS);
+		"datatypes:",
+		RW_REDUCE_MAX_SRCS);
 	for (int i = 0; i < RW_DTYPE_COUNT; i++)
 		fprintf(f, " %s", dtype_name(i));
 	fprintf(f, "\n");
@@ -300,21 +316,19 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "size", required_argument, NULL, 's' },
-		{ "dev-size", required_argument, NULL, 'S' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "op", required_argument, NULL, 'o' },
-		{ "nsrcs", required_argument, NULL, 'k' },
-		{ "in-place", no_argument, NULL, 'i' },
-		{ "all-isas", no_argument, NULL, 'a' },
-		{ "host-only", no_argument, NULL, 'H' },
-		{ "device-only", no_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"size", required_argument, NULL, 's'},	 {"dev-size", required_argument, NULL, 'S'},
+		{"iters", required_argument, NULL, 'n'}, {"dtype", required_argument, NULL, 'd'},
+		{"op", required_argument, NULL, 'o'},	 {"nsrcs", required_argument, NULL, 'k'},
+		{"in-place", no_argument, NULL, 'i'},	 {"all-isas", no_argument, NULL, 'a'},
+		{"host-only", no_argument, NULL, 'H'},	 {"device-only", no_argument, NULL, 'D'},
+		{"help", no_argument, NULL, 'h'},	 {NULL, 0, NULL, 0},
 	};
-	struct rb_opts o = { .host_bytes = 64u << 20, .dev_bytes = 256u << 20, .iters = 10,
-			     .nsrcs = 2, .host = true, .device = true };
+	struct rb_opts o = {.host_bytes = 64u << 20,
+			    .dev_bytes = 256u << 20,
+			    .iters = 10,
+			    .nsrcs = 2,
+			    .host = true,
+			    .device = true};
 	bool any_dt = false, any_op = false;
 	int c;
 
