@@ -427,41 +427,41 @@ int rw_plugin_test(void *request, int *done, int *sizes)
 
 /* --- teardown -------------------------------------------------------------- */
 
-int rw_plugin_close_send(void *send_comm)
+/* closeSend, closeRecv, closeListen: the wrapper goes whatever the close says. */
+static int close_one(void *handle, enum rw_pcomm_kind kind, const char *call)
 {
 	struct rw_pcomm *pc;
 	int rc;
 
-	rc = get_comm(send_comm, RW_PCOMM_SEND, "closeSend", &pc);
+	rc = get_comm(handle, kind, call, &pc);
 	if (rc)
 		return rc;
-	rc = rw_net_close_send(pc->u.comm);
+	switch (kind) {
+	case RW_PCOMM_SEND:
+		rc = rw_net_close_send(pc->u.comm);
+		break;
+	case RW_PCOMM_RECV:
+		rc = rw_net_close_recv(pc->u.comm);
+		break;
+	default:
+		rc = rw_net_close_listen(pc->u.listen);
+		break;
+	}
 	rw_pcomm_retire(pc);
 	return rc;
+}
+
+int rw_plugin_close_send(void *send_comm)
+{
+	return close_one(send_comm, RW_PCOMM_SEND, "closeSend");
 }
 
 int rw_plugin_close_recv(void *recv_comm)
 {
-	struct rw_pcomm *pc;
-	int rc;
-
-	rc = get_comm(recv_comm, RW_PCOMM_RECV, "closeRecv", &pc);
-	if (rc)
-		return rc;
-	rc = rw_net_close_recv(pc->u.comm);
-	rw_pcomm_retire(pc);
-	return rc;
+	return close_one(recv_comm, RW_PCOMM_RECV, "closeRecv");
 }
 
 int rw_plugin_close_listen(void *listen_comm)
 {
-	struct rw_pcomm *pc;
-	int rc;
-
-	rc = get_comm(listen_comm, RW_PCOMM_LISTEN, "closeListen", &pc);
-	if (rc)
-		return rc;
-	rc = rw_net_close_listen(pc->u.listen);
-	rw_pcomm_retire(pc);
-	return rc;
+	return close_one(listen_comm, RW_PCOMM_LISTEN, "closeListen");
 }

@@ -160,62 +160,21 @@ static int props_get(int dev, const void *props, struct rw_net_props *p)
 		     : rw_plugin_bad_arg("getProperties", "props is NULL");
 }
 
-ncclResult_t rw_abi_get_properties_v6(int dev, ncclNetProperties_v6_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_get(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v6(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-ncclResult_t rw_abi_get_properties_v7(int dev, ncclNetProperties_v7_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_get(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v7(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-ncclResult_t rw_abi_get_properties_v8(int dev, ncclNetProperties_v8_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_get(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v8(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-ncclResult_t rw_abi_get_properties_v9(int dev, ncclNetProperties_v9_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_get(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v9(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-ncclResult_t rw_abi_get_properties_v11(int dev, ncclNetProperties_v11_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_get(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v11(&p, props);
-	return rw_status_to_nccl(rc);
-}
-
-ncclResult_t rw_abi_get_properties_v12(int dev, ncclNetProperties_v12_t *props)
-{
-	struct rw_net_props p;
-	int rc = props_get(dev, props, &p);
-
-	if (rc == 0)
-		rw_props_to_v12(&p, props);
-	return rw_status_to_nccl(rc);
-}
+/* rw_abi_get_properties_vN: the common answer in version N's struct. */
+#define RW_GET_PROPERTIES(v)                                                                       \
+	ncclResult_t rw_abi_get_properties_v##v(int dev, ncclNetProperties_v##v##_t *props)        \
+	{                                                                                          \
+		struct rw_net_props p;                                                             \
+		int rc = props_get(dev, props, &p);                                                \
+                                                                                                   \
+		if (rc == 0)                                                                       \
+			rw_props_to_v##v(&p, props);                                               \
+		return rw_status_to_nccl(rc);                                                      \
+	}
+RW_GET_PROPERTIES(6)
+RW_GET_PROPERTIES(7)
+RW_GET_PROPERTIES(8)
+RW_GET_PROPERTIES(9)
+RW_GET_PROPERTIES(11)
+RW_GET_PROPERTIES(12)
+#undef RW_GET_PROPERTIES
