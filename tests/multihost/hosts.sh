@@ -6,7 +6,7 @@
 #
 # A host is a network namespace PREFIX-hI whose NICs are veths named like a
 # topology fixture's netdevs (ib0, ib1, ...); rail K is a bridge in the
-# switch namespace PREFIX-sw joining every host's ibK, addresses
+# switch namespace PREFIX-sw joining every host's K-th NIC, addresses
 # 10.80.K.(I+1)/24.  A rank is started in its host's network namespace and
 # in a UTS namespace of its own whose hostname is the host's name, so two
 # ranks of one host share a network namespace and a hostname (what
@@ -15,15 +15,16 @@
 # namespaces named PREFIX-*, removed by mh_teardown.
 #
 #   mh_unusable                 why namespaces cannot be made here ("" if they can)
-#   mh_setup PREFIX NHOSTS NRAILS [RATE]
-#   mh_addr HOST RAIL           the address of host HOST's ibRAIL
+#   mh_setup PREFIX NHOSTS "NIC..." [RATE]   e.g. mh_setup rwmh-1 2 "ib0 ib1"
+#   mh_addr HOST RAIL           the address of host HOST's RAIL-th NIC
 #   mh_exec HOST HOSTNAME CMD...  run CMD on a host (netns + its own UTS ns)
-#   mh_bytes HOST RAIL          bytes sent + received by host HOST's ibRAIL
+#   mh_bytes HOST NIC           bytes sent + received by host HOST's NIC
 #   mh_teardown                 remove what mh_setup made
 #   mh_reap_stale BASE          remove BASE-<pid>-* namespaces of dead pids
 
 mh_prefix=
 mh_nhosts=0
+mh_nics=()
 
 mh_unusable() {
 	local probe
@@ -67,30 +68,32 @@ mh_reap_stale() {
 
 mh_addr() { echo "10.80.$2.$(($1 + 1))"; }
 
-# mh_setup PREFIX NHOSTS NRAILS [RATE]: RATE (tc syntax, "1gbit") shapes
+# mh_setup PREFIX NHOSTS "NIC..." [RATE]: RATE (tc syntax, "1gbit") shapes
 # each host's every NIC in both directions, as a NIC of that speed would.
 mh_setup() {
-	local rate=${4:-} h k
+	local rate=${4:-} h k nic
 	mh_prefix=$1
 	mh_nhosts=$2
+	read -r -a mh_nics <<<"$3"
 	ip netns add "$mh_prefix-sw" || return 1
 	ip -n "$mh_prefix-sw" link set lo up
-	for ((k = 0; k < $3; k++)); do
+	for ((k = 0; k < ${#mh_nics[@]}; k++)); do
 		ip -n "$mh_prefix-sw" link add "rail$k" type bridge || return 1
 		ip -n "$mh_prefix-sw" link set "rail$k" up
 	done
 	for ((h = 0; h < mh_nhosts; h++)); do
 		ip netns add "$mh_prefix-h$h" || return 1
 		ip -n "$mh_prefix-h$h" link set lo up
-		for ((k = 0; k < $3; k++)); do
-			ip -n "$mh_prefix-h$h" link add "ib$k" type veth peer name "h${h}r$k" \
+		for ((k = 0; k < ${#mh_nics[@]}; k++)); do
+			nic=${mh_nics[k]}
+			ip -n "$mh_prefix-h$h" link add "$nic" type veth peer name "h${h}r$k" \
 				netns "$mh_prefix-sw" || return 1
-			ip -n "$mh_prefix-h$h" addr add "$(mh_addr "$h" "$k")/24" dev "ib$k"
-			ip -n "$mh_prefix-h$h" link set "ib$k" mtu 9000 up
+			ip -n "$mh_prefix-h$h" addr add "$(mh_addr "$h" "$k")/24" dev "$nic"
+			ip -n "$mh_prefix-h$h" link set "$nic" mtu 9000 up
 			ip -n "$mh_prefix-sw" link set "h${h}r$k" mtu 9000 master "rail$k" up
 			if [[ -n $rate ]]; then
 				# out of the host, and into it (the switch port's egress)
-				tc -n "$mh_prefix-h$h" qdisc add dev "ib$k" root tbf rate "$rate" \
+				tc -n "$mh_prefix-h$h" qdisc add dev "$nic" root tbf rate "$rate" \
 					burst 1mb latency 100ms || return 1
 				tc -n "$mh_prefix-sw" qdisc add dev "h${h}r$k" root tbf rate "$rate" \
 					burst 1mb latency 100ms || return 1
@@ -109,7 +112,7 @@ mh_exec() {
 }
 
 mh_bytes() {
-	local d=/sys/class/net/ib$2/statistics
+	local d=/sys/class/net/$2/statistics
 	ip netns exec "$mh_prefix-h$1" sh -c "echo \$((\$(cat $d/rx_bytes) + \$(cat $d/tx_bytes)))"
 }
 

@@ -157,7 +157,7 @@ sizes=(-b 4 -e 4M -f 16)
 nrows=6
 iters=(-n 2 -w 1 -c 1)
 
-mh_setup "$base-$$-a" 2 2 || { echo "multihost: setting up 2 hosts failed" >&2; exit 1; }
+mh_setup "$base-$$-a" 2 "ib0 ib1" || { echo "multihost: setting up 2 hosts failed" >&2; exit 1; }
 for coll in allreduce reduce_scatter allgather broadcast; do
 	run "2x2-$coll" 2 hgx8-2s-4sw.xml block --coll "$coll" "${sizes[@]}" "${iters[@]}"
 	check_results "2x2-$coll" "$nrows"
@@ -172,7 +172,7 @@ check_transports 2x2-types 1
 mh_teardown
 
 # 3 hosts, ranks dealt round-robin, another fixture
-mh_setup "$base-$$-b" 3 2 || { echo "multihost: setting up 3 hosts failed" >&2; exit 1; }
+mh_setup "$base-$$-b" 3 "ib0 ib1" || { echo "multihost: setting up 3 hosts failed" >&2; exit 1; }
 run 3x2-interleaved 3 gpu4-nic2.xml interleaved --coll allreduce "${sizes[@]}" "${iters[@]}"
 check_results 3x2-interleaved "$nrows"
 check_transports 3x2-interleaved 0
