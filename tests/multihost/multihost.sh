@@ -11,22 +11,30 @@
 #   - auto's connection lines: shm only to a rank of the same host, socket
 #     only to an address of another host, and both kinds seen where a ring
 #     must have both;
-#   - no WARN from any rank.
+#   - no WARN from any rank;
+#   - with mh_collnet and the plugin given: CollNet (v12) over the same
+#     hosts, iallreduce/iallgather/ireducescatter exact on every rank.
 # Skips (exit 77) where namespaces cannot be made (not root, no ip/unshare,
 # no veth).  Bounded: every rank runs under timeout(1) and
 # RINGWAY_TIMEOUT_MS; nothing is timed.
 #
-#   tests/multihost/multihost.sh <ringway-perf> <fixtures dir> [work dir]
+#   tests/multihost/multihost.sh <ringway-perf> <fixtures dir> [work dir
+#                                [<mh_collnet> <libnccl-net-ringway.so>]]
 set -uo pipefail
 
 perf=$1
 fixtures=$2
 work=${3:-$(mktemp -d)}
+collnet=${4:-}
+plugin=${5:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=hosts.sh
 source "$here/hosts.sh"
 
 RANK_TIMEOUT_S=${RANK_TIMEOUT_S:-90}
+# more VAR=value for every rank, last (e.g. to see the checks fail:
+# MH_RANK_ENV=RINGWAY_TRANSPORT=socket)
+read -r -a rank_env <<<"${MH_RANK_ENV:-}"
 base=rwmh
 
 why=$(mh_unusable)
@@ -50,33 +58,35 @@ port=29500
 
 # run NAME NHOSTS FIXTURE LAYOUT PERF-ARGS...: one ringway-perf job over
 # hosts 0..NHOSTS-1, 2 ranks each.  LAYOUT "block": ranks 2h and 2h+1 on
-# host h; "interleaved": rank r on host r % NHOSTS.  Leaves
-# $work/NAME/r<R>.{out,err,host} and the ranks' exit codes in r<R>.rc.
+# host h; "interleaved": rank r on host r % NHOSTS.  PERF-ARGS "collnet":
+# the ranks run mh_collnet instead.  Leaves $work/NAME/r<R>.{out,err,host}
+# and the ranks' exit codes in r<R>.rc.
 run() {
 	local name=$1 nhosts=$2 fixture=$3 layout=$4
 	shift 4
-	local n=$((2 * nhosts)) dir=$work/$name r h l pids=()
-	local root
+	local n=$((2 * nhosts)) dir=$work/$name r h l pids=() cmd root
 	root=$(mh_addr 0 0):$port
 	port=$((port + 1))
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	for ((r = 0; r < n; r++)); do
 		if [[ $layout == block ]]; then
-			h=$((r / 2))
+			h=$((r / 2)) l=$((r % 2))
 		else
-			h=$((r % nhosts))
+			h=$((r % nhosts)) l=$((r / nhosts))
 		fi
-		l=$(((r - h) / nhosts))
-		[[ $layout == block ]] && l=$((r % 2))
 		echo "$h" >"$dir/r$r.host"
+		if [[ $1 == collnet ]]; then
+			cmd=("$collnet" "$plugin" "$dir" "$r" "$n")
+		else
+			cmd=("$perf" "$@")
+		fi
 		(
 			mh_exec "$h" "host$h" env RANK=$r WORLD_SIZE=$n LOCAL_RANK=$l \
 				RINGWAY_ROOT="$root" RINGWAY_TRANSPORT=auto RINGWAY_SOCKET_IFNAME=ib \
 				RINGWAY_DEBUG=INFO RINGWAY_TIMEOUT_MS=$((RANK_TIMEOUT_S * 1000 / 2)) \
 				RINGWAY_TOPO_XML="$fixtures/$fixture" RINGWAY_CHUNK_BYTES=64K \
-				timeout -k 5 "$RANK_TIMEOUT_S" "$perf" "$@" \
-				>"$dir/r$r.out" 2>"$dir/r$r.err"
+				"${rank_env[@]}" timeout -k 5 "$RANK_TIMEOUT_S" "${cmd[@]}" >"$dir/r$r.out" 2>"$dir/r$r.err"
 			echo $? >"$dir/r$r.rc"
 		) &
 		pids+=($!)
@@ -88,9 +98,9 @@ run() {
 # The rank's own pid: the logger's "ringway PID:TID LEVEL ..." prefix.
 rank_pid() { awk '$1 == "ringway" { split($2, a, ":"); print a[1]; exit }' "$1"; }
 
-# check_results NAME ROWS: exit codes, and rank 0's table.
-check_results() {
-	local name=$1 rows=$2 dir=$work/$1 n r rc got
+# check_ranks NAME: every rank exited 0 and warned of nothing.
+check_ranks() {
+	local name=$1 dir=$work/$1 n r rc
 	n=$(cat "$dir/nranks")
 	for ((r = 0; r < n; r++)); do
 		rc=$(cat "$dir/r$r.rc" 2>/dev/null || echo missing)
@@ -103,6 +113,12 @@ check_results() {
 			grep ' WARN ' "$dir/r$r.err" | head -n 5 >&2
 		fi
 	done
+}
+
+# check_results NAME ROWS: check_ranks, and rank 0's table.
+check_results() {
+	local name=$1 rows=$2 dir=$work/$1 got
+	check_ranks "$name"
 	# rows: size count type redop time algbw busbw #wrong (x2)
 	got=$(awk '/^ +[0-9]/ { n++; if ($8 != "0" || $12 != "0") bad++ }
 		END { printf "%d %d", n, bad }' "$dir/r0.out")
@@ -176,6 +192,15 @@ mh_setup "$base-$$-b" 3 "ib0 ib1" || { echo "multihost: setting up 3 hosts faile
 run 3x2-interleaved 3 gpu4-nic2.xml interleaved --coll allreduce "${sizes[@]}" "${iters[@]}"
 check_results 3x2-interleaved "$nrows"
 check_transports 3x2-interleaved 0
+if [[ -n $collnet ]]; then
+	run 3x2-collnet 3 gpu4-nic2.xml block collnet
+	check_ranks 3x2-collnet
+	check_transports 3x2-collnet 1
+	[[ $(cat "$work"/3x2-collnet/r*.out | grep -c ' exact$') == 6 ]] ||
+		fail "3x2-collnet: not every rank says its CollNet results are exact"
+else
+	echo "multihost: CollNet not run (no plugin built)"
+fi
 mh_teardown
 
 if ((failures)); then
