@@ -69,6 +69,7 @@ run() {
 	port=$((port + 1))
 	rm -rf "$dir"
 	mkdir -p "$dir"
+	nic_bytes >"$dir/bytes.before"
 	for ((r = 0; r < n; r++)); do
 		if [[ $layout == block ]]; then
 			h=$((r / 2)) l=$((r % 2))
@@ -93,6 +94,20 @@ run() {
 	done
 	wait "${pids[@]}"
 	echo "$n" >"$dir/nranks"
+	nic_bytes >"$dir/bytes.after"
+	# "host nic bytes" moved during the run
+	paste "$dir/bytes.before" "$dir/bytes.after" |
+		awk '{ print $1, $2, $6 - $3 }' >"$dir/bytes"
+}
+
+# "host nic bytes" (sent + received so far) of every NIC of every host.
+nic_bytes() {
+	local h nic
+	for ((h = 0; h < mh_nhosts; h++)); do
+		for nic in "${mh_nics[@]}"; do
+			echo "$h $nic $(mh_bytes "$h" "$nic")"
+		done
+	done
 }
 
 # The rank's own pid: the logger's "ringway PID:TID LEVEL ..." prefix.
@@ -168,6 +183,34 @@ check_transports() {
 	echo "multihost: $name: $nshm shm and $nsock socket connection(s), each to the right kind of peer"
 }
 
+# check_ring NAME NHOSTS: the ring (each rank's "next rank" INFO line)
+# visits every rank once and crosses between hosts exactly NHOSTS times
+# (once per host: its ranks are adjacent).
+check_ring() {
+	local name=$1 nhosts=$2 dir=$work/$1 n r next cross=0 seen=0 ring=""
+	local -a nxt=() host=()
+	n=$(cat "$dir/nranks")
+	for ((r = 0; r < n; r++)); do
+		host[r]=$(cat "$dir/r$r.host")
+		next=$(sed -n 's/.*coll: rank [0-9]* of [0-9]*: .* next rank \([0-9]*\) .*/\1/p' \
+			"$dir/r$r.err" | head -n 1)
+		[[ -n $next ]] || { fail "$name: rank $r logged no next rank"; return; }
+		nxt[r]=$next
+	done
+	r=0
+	while ((seen < n)); do
+		ring+=" $r(h${host[r]})"
+		((host[r] != host[nxt[r]])) && cross=$((cross + 1))
+		r=${nxt[r]}
+		seen=$((seen + 1))
+		((r == 0)) && break
+	done
+	((seen == n && r == 0)) || fail "$name: the next ranks do not make one ring:$ring"
+	((cross == nhosts)) ||
+		fail "$name: the ring$ring crosses between hosts $cross times, not $nhosts"
+	echo "multihost: $name: ring$ring, $cross host crossings"
+}
+
 # rows for sizes 4 .. 4M, x16
 sizes=(-b 4 -e 4M -f 16)
 nrows=6
@@ -178,6 +221,7 @@ for coll in allreduce reduce_scatter allgather broadcast; do
 	run "2x2-$coll" 2 hgx8-2s-4sw.xml block --coll "$coll" "${sizes[@]}" "${iters[@]}"
 	check_results "2x2-$coll" "$nrows"
 	check_transports "2x2-$coll" 1
+	check_ring "2x2-$coll" 2
 done
 # every datatype and reduction once, at a size not a multiple of anything
 run 2x2-types 2 hgx8-2s-4sw.xml block -d all -o all -b 100003 -e 100003 -n 1 -w 0 -c 1
