@@ -242,6 +242,22 @@ int rw_cuda_stream_query(void *stream)
 	return RW_CUDA_FAIL(e, "cudaStreamQuery(%p)", stream);
 }
 
+int rw_cuda_launch_host(void *stream, void (*fn)(void *arg), void *arg)
+{
+	cudaError_t e = cudaLaunchHostFunc((cudaStream_t)stream, fn, arg);
+
+	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaLaunchHostFunc(stream=%p)", stream);
+}
+
+int rw_cuda_stream_wait_event(void *stream, void *event)
+{
+	cudaError_t e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
+
+	return e == cudaSuccess
+		       ? 0
+		       : RW_CUDA_FAIL(e, "cudaStreamWaitEvent(stream=%p, event=%p)", stream, event);
+}
+
 int rw_cuda_event_create(void **event)
 {
 	cudaEvent_t ev;

@@ -10,8 +10,9 @@
  *
  * Streams and events are opaque void * (cudaStream_t / cudaEvent_t); a NULL
  * stream is the default stream.  Functions act on the calling thread's
- * current device, as the CUDA runtime does.  Every failure is logged once
- * here with CUDA's message; callers pass the -errno up without logging.
+ * current device, as the CUDA runtime does.  Tests may put a host-emulated
+ * GPU behind every call here (gpu/rw_gpu_emu.h); nothing else changes.  Every failure is logged
+ * once here with CUDA's message; callers pass the -errno up without logging.
  */
 #ifndef RW_CUDA_H
 #define RW_CUDA_H
@@ -75,6 +76,19 @@ void rw_cuda_stream_destroy(void *stream);
 int rw_cuda_stream_sync(void *stream);
 /** Non-blocking: 0 when stream has run everything, -EAGAIN while busy. */
 int rw_cuda_stream_query(void *stream);
+
+/**
+ * Enqueue fn(arg) on stream (cudaLaunchHostFunc): it runs on a host thread
+ * once everything enqueued before it has run, and what is enqueued after it
+ * waits for it.  fn must not call rw_cuda_* (it would wait for itself) and
+ * must not touch device memory except through what the caller arranged
+ * (under the emulator: rw_gpu_emu_access()).  Returns once enqueued.
+ */
+int rw_cuda_launch_host(void *stream, void (*fn)(void *arg), void *arg);
+
+/** Make later work on stream wait until event's recorded work has run
+ *  (cudaStreamWaitEvent); returns at once. */
+int rw_cuda_stream_wait_event(void *stream, void *event);
 
 /** An event for ordering and timing.  \param[out] event. */
 int rw_cuda_event_create(void **event);

@@ -110,6 +110,18 @@ int rw_cuda_stream_query(void *stream)
 	return RW_NO_CUDA("rw_cuda_stream_query");
 }
 
+int rw_cuda_launch_host(void *stream, void (*fn)(void *arg), void *arg)
+{
+	(void)stream, (void)fn, (void)arg;
+	return RW_NO_CUDA("rw_cuda_launch_host");
+}
+
+int rw_cuda_stream_wait_event(void *stream, void *event)
+{
+	(void)stream, (void)event;
+	return RW_NO_CUDA("rw_cuda_stream_wait_event");
+}
+
 int rw_cuda_event_create(void **event)
 {
 	(void)event;
