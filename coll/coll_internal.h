@@ -64,17 +64,45 @@ struct rw_coll_link {
 	uint64_t tokens;
 };
 
-/** Host staging of one channel, registered once on its two links. */
+/* Events of a channel's device work: one per receive in flight (by its
+ * place in the receive ring), one per out slot (a local chunk staged for
+ * sending). */
+#define RW_COLL_EV_OUT RW_COLL_MAX_RECVS
+#define RW_COLL_NEV    (RW_COLL_MAX_RECVS + RW_COLL_NSLOTS)
+
+/** Staging of one channel, registered once on its two links.  Host slots
+ *  always (coll_comm.c); the device part at the first device collective
+ *  (coll_mem.c). */
 struct rw_coll_stage {
 	char *buf;		   /**< NSLOTS * stride bytes */
 	struct rw_net_mr *mr_send; /**< buf on the send link */
 	struct rw_net_mr *mr_recv; /**< buf on the recv link */
 	/* device collectives only, allocated at the first one */
-	char *dev;		  /**< NSLOTS * stride bytes of device memory */
-	char *out;		  /**< NSLOTS * stride pinned host, sends */
+	char *dev; /**< 2 * NSLOTS * stride bytes of device memory: slots, out slots */
+	char *out; /**< NSLOTS * stride pinned host, sends (host-only send link) */
 	struct rw_net_mr *out_mr; /**< out on the send link */
-	void *stream;
+	void *stream;		  /**< the channel's device work, in order */
+	void *ev[RW_COLL_NEV];
+	bool recv_dev, send_dev;    /**< the link moves device memory: dev is registered on it */
+	struct rw_net_mr *dmr_send; /**< dev (slots and out slots) on the send link */
+	struct rw_net_mr *dmr_recv; /**< dev's slots on the recv link */
+	struct rw_coll_comm *comm;  /**< to find the links when freeing */
+	int ch;
 };
+
+/** What the engine's data path did since the comm was made (every
+ *  collective; tests read it through rw_coll_comm_stats()). */
+struct rw_coll_stats {
+	uint64_t host_copies;	  /**< chunks copied between device and host memory */
+	uint64_t dev_copies;	  /**< chunks copied device to device */
+	uint64_t kernels;	  /**< reductions enqueued on a device */
+	uint64_t chunks_sent;	  /**< data messages posted */
+	uint64_t chunks_recv;	  /**< data messages received */
+	uint64_t dev_collectives; /**< collectives on device buffers */
+	uint64_t dev_channels;	  /**< channels whose links both move device memory */
+};
+
+void rw_coll_comm_stats(const struct rw_coll_comm *c, struct rw_coll_stats *out);
 
 struct rw_coll_mr {
 	void *data;
@@ -155,13 +183,17 @@ struct rw_coll_req {
 	uint64_t token_no;    /**< tokens_due once it started */
 	uint64_t last_progress_ms;
 	int nvtx_depth;
-	void *algo; /**< the algorithm's state */
+	void *act_event;  /**< device: the activation's copy, NULL when none is pending */
+	void *act_stream; /**< device, one rank: the stream it runs on (owned) */
+	void *algo;	  /**< the algorithm's state */
 };
 
 struct rw_coll_comm {
 	struct rw_net *net;
 	int dev;
 	int nranks, rank;
+	int pos;    /**< this rank's position round the ring (placement) */
+	int *order; /**< nranks: the user rank at each ring position */
 	int nchannels;
 	enum rw_coll_algo algo;
 	size_t chunk_bytes; /**< stride of a staging slot */
@@ -174,6 +206,7 @@ struct rw_coll_comm {
 	struct rw_coll_stage *ps_stage; /**< per ps recv link, or NULL */
 	int nps;			/**< ps link pairs */
 	int ndev_ops;			/**< device collectives ever run */
+	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */
 	uint64_t tokens_due; /**< collectives started: tokens expected per link */
@@ -255,6 +288,29 @@ int rw_coll_stage_ps(struct rw_coll_comm *c);
 int rw_coll_enqueue(struct rw_coll_req *r);
 void rw_coll_req_free(struct rw_coll_req *r);
 
+/** The user ranks after and before this one round the ring (placement's
+ *  order; rank order until placement set one). */
+static inline int rw_coll_next(const struct rw_coll_comm *c)
+{
+	if (!c->order)
+		return (c->rank + 1) % c->nranks;
+	return c->order[(c->pos + 1) % c->nranks];
+}
+
+static inline int rw_coll_prev(const struct rw_coll_comm *c)
+{
+	if (!c->order)
+		return (c->rank + c->nranks - 1) % c->nranks;
+	return c->order[(c->pos + c->nranks - 1) % c->nranks];
+}
+
+/**
+ * The ring plan's view of r: pa's rank and root become ring positions and its
+ * segments are r's in ring order (plan segment p is user rank order[p]'s).
+ * *tmp holds them: free() it after rw_ring_plan_init() (which copies them).
+ */
+int rw_coll_ring_args(const struct rw_coll_req *r, struct rw_ring_plan_args *pa, size_t **tmp);
+
 /* --- coll_start.c ------------------------------------------------------------ */
 
 /**
@@ -280,20 +336,51 @@ int rw_coll_stage_device(struct rw_coll_comm *c);
 /** Free a stage's device part (its out_mr is already deregistered). */
 void rw_coll_stage_device_free(struct rw_coll_stage *s);
 
-/** Copy bytes between user buffers of the collective's memory. */
-int rw_coll_copy(const struct rw_coll_req *r, void *dst, const void *src, size_t bytes);
+/**
+ * The copies of activation (before any message): on the host at once; on a
+ * device enqueued (the channel 0 stream, or a stream of r's own with one
+ * rank) with r->act_event recorded after it.
+ */
+int rw_coll_copy(struct rw_coll_req *r, void *dst, const void *src, size_t bytes);
+/** 0 once the activation's copy ran (or there was none), -EAGAIN before. */
+int rw_coll_act_poll(struct rw_coll_req *r);
+/** Release the activation's event and stream; a copy still running (a
+ *  failed collective) is waited for, so nothing writes after the end. */
+void rw_coll_act_fini(struct rw_coll_req *r);
+
+/** Host memory: dst = local op slot (count elements); final: the last
+ *  step of the reduction (avg divides here). */
+int rw_coll_fold(const struct rw_coll_req *r, void *dst, const void *local, const void *slot,
+		 size_t count, bool final);
+
+/* Device collectives: a channel's slot in device memory, in host memory,
+ * and out slot k (where a local chunk is staged for sending). */
+char *rw_coll_dslot(const struct rw_coll_comm *c, int ch, int slot);
+char *rw_coll_hslot(const struct rw_coll_comm *c, int ch, int slot);
 
 /**
- * dst = local op slot (count elements), in the collective's memory: on
- * the host directly; on a device through the channel's device scratch.
- * final: the last step of the reduction (avg divides here).
- * fwd_host (device only, may be NULL): also bring the result back there.
+ * A received chunk of a device collective, in slot (device staging when
+ * the recv link moves device memory, else host staging): enqueue what its
+ * action does (copy in, reduce with local into out or the slot, copy out)
+ * on the channel's stream and record event ev.  Never waits.
+ * \param[out] fwd_dev when forwarded: true if the copy to send is the
+ *             device slot, false if the host slot.
  */
-int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst, const void *local, void *slot,
-		 int slot_idx, size_t count, bool final, void *fwd_host);
+int rw_coll_dev_chunk(struct rw_coll_req *r, int ch, int action, void *out, const void *local,
+		      int slot, size_t count, bool forwarded, int ev, bool *fwd_dev);
 
-/** Device only: slot (host) -> dst (device); and dev src -> host out. */
-int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst, const void *slot, size_t bytes);
-int rw_coll_d2h(const struct rw_coll_req *r, int ch, void *dst, const void *src, size_t bytes);
+/**
+ * A local chunk of a device collective to send: enqueue its copy into out
+ * slot k (device when the send link moves device memory, else pinned host)
+ * and record the slot's event.  \param[out] data, mr what to send.
+ */
+int rw_coll_dev_stage_send(struct rw_coll_req *r, int ch, int k, const void *src, size_t bytes,
+			   void **data, struct rw_net_mr **mr);
+
+/** Has the channel's event ev run?  0 yes, -EAGAIN not yet, else -errno. */
+int rw_coll_dev_poll(const struct rw_coll_comm *c, int ch, int ev);
+
+/** Failure path only (never the data path): wait for a channel's device work. */
+void rw_coll_dev_drain(const struct rw_coll_comm *c, int ch);
 
 #endif /* RW_COLL_INTERNAL_H */

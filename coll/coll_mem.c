@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Where a collective's data lives and how it moves.  Host buffers are
- * reduced in place by the host kernels.  Device buffers, with transports
- * that move host memory, go through the channel's staging: a received chunk
- * lands in a host slot, is copied to device scratch and reduced there by
- * the CUDA kernels, and what must be forwarded is copied back to host
- * memory for the next send.  Device work runs on the channel's stream and
- * is waited for before the chunk counts as processed.  Nothing here calls
- * CUDA directly: kernels/rw_cuda.h and kernels/rw_reduce.h do.
+ * reduced in place by the host kernels.  Device buffers stay on the device
+ * wherever the channel's links can move device memory (the transport's
+ * ptr_support has RW_PTR_CUDA: shm by CUDA IPC, ib by dma-buf/peer memory):
+ * a chunk is received into the channel's device staging, reduced there by
+ * the CUDA kernels and forwarded from there, with no host copy.  A link that
+ * moves host memory only gets host staging on its side: a received chunk
+ * lands in a host slot and is copied in, a chunk to send is copied out to a
+ * host slot first.
+ *
+ * Never blocking: every device copy and reduction is enqueued on the
+ * channel's stream and an event recorded after it; ring_op.c polls the
+ * event from test().  Only the failure path (rw_coll_dev_drain,
+ * rw_coll_act_fini) waits for a stream.  Nothing here calls CUDA directly:
+ * gpu/rw_cuda.h and kernels/rw_reduce.h do.  Every copy and kernel is
+ * counted in the comm's stats.
  */
 #include <errno.h>
 #include <string.h>
@@ -44,8 +52,34 @@ int rw_coll_mem_classify(const void *a, const void *b, enum rw_coll_mem *out)
 	return 0;
 }
 
+void rw_coll_comm_stats(const struct rw_coll_comm *c, struct rw_coll_stats *out)
+{
+	*out = c->stats;
+}
+
+/* --- device staging ------------------------------------------------------------ */
+
 void rw_coll_stage_device_free(struct rw_coll_stage *s)
 {
+	struct rw_coll_comm *c = s->comm;
+
+	if (c) {
+		/* a closed link took its registrations with it */
+		struct rw_net_comm *sc = c->links[rw_link_send(s->ch)].comm;
+		struct rw_net_comm *rc = c->links[rw_link_recv(s->ch)].comm;
+
+		if (s->dmr_send && sc)
+			rw_net_dereg_mr(sc, s->dmr_send);
+		if (s->dmr_recv && rc)
+			rw_net_dereg_mr(rc, s->dmr_recv);
+	}
+	if (s->stream)
+		rw_cuda_stream_sync(s->stream); /* teardown: nothing may outlive what we free */
+	for (int i = 0; i < RW_COLL_NEV; i++) {
+		if (s->ev[i])
+			rw_cuda_event_destroy(s->ev[i]);
+		s->ev[i] = NULL;
+	}
 	if (s->stream)
 		rw_cuda_stream_destroy(s->stream);
 	rw_cuda_free(s->dev);
@@ -54,92 +88,270 @@ void rw_coll_stage_device_free(struct rw_coll_stage *s)
 	s->dev = NULL;
 	s->out = NULL;
 	s->out_mr = NULL;
+	s->dmr_send = s->dmr_recv = NULL;
+	s->recv_dev = s->send_dev = false;
+	s->comm = NULL;
+}
+
+/* Can link l move device memory?  Asked of the transport that made its
+ * comm (under auto, shm or the network one). */
+static bool link_cuda(const struct rw_coll_comm *c, int l)
+{
+	struct rw_net_comm *comm = c->links[l].comm;
+	struct rw_net_props p;
+	int ndev = 0, dev;
+
+	if (!comm || rw_net_devices(comm->net, &ndev) || ndev < 1)
+		return false;
+	dev = c->dev < ndev ? c->dev : 0;
+	if (rw_net_get_properties(comm->net, dev, &p))
+		return false;
+	return (p.ptr_support & RW_PTR_CUDA) != 0;
+}
+
+static int stage_device_one(struct rw_coll_comm *c, int ch)
+{
+	size_t slots = RW_COLL_NSLOTS * c->chunk_bytes;
+	struct rw_coll_stage *s = &c->stage[ch];
+	struct rw_net_comm *send = c->links[rw_link_send(ch)].comm;
+	struct rw_net_comm *recv = c->links[rw_link_recv(ch)].comm;
+	int rc;
+
+	if (!send || !recv)
+		return c->error ? c->error : -ENOTCONN;
+	s->comm = c;
+	s->ch = ch;
+	rc = rw_cuda_malloc((void **)&s->dev, 2 * slots);
+	if (!rc)
+		rc = rw_cuda_stream_create(&s->stream);
+	for (int i = 0; i < RW_COLL_NEV && !rc; i++)
+		rc = rw_cuda_event_create(&s->ev[i]);
+	if (rc)
+		return rc;
+	/* each direction on the device when its transport can; a refused
+	 * registration falls back to host staging on that side */
+	if (link_cuda(c, rw_link_recv(ch)) &&
+	    rw_net_reg_mr(recv, s->dev, slots, RW_PTR_CUDA, &s->dmr_recv) == 0)
+		s->recv_dev = true;
+	if (link_cuda(c, rw_link_send(ch)) &&
+	    rw_net_reg_mr(send, s->dev, 2 * slots, RW_PTR_CUDA, &s->dmr_send) == 0)
+		s->send_dev = true;
+	if (!s->send_dev) {
+		rc = rw_cuda_host_alloc((void **)&s->out, slots);
+		if (!rc)
+			rc = rw_net_reg_mr(send, s->out, slots, RW_PTR_HOST, &s->out_mr);
+	}
+	RW_INFO(RW_LOG_COLL,
+		"coll: rank %d: channel %d: device collectives receive into %s staging, send "
+		"from %s staging",
+		c->rank, ch, s->recv_dev ? "device" : "host", s->send_dev ? "device" : "host");
+	return rc;
 }
 
 int rw_coll_stage_device(struct rw_coll_comm *c)
 {
-	size_t bytes = RW_COLL_NSLOTS * c->chunk_bytes;
 	int rc;
 
 	for (int ch = 0; ch < c->nchannels; ch++) {
 		struct rw_coll_stage *s = &c->stage[ch];
-		struct rw_net_comm *send = c->links[rw_link_send(ch)].comm;
 
 		if (s->dev)
 			continue;
-		if (!send)
-			return c->error ? c->error : -ENOTCONN;
-		rc = rw_cuda_malloc((void **)&s->dev, bytes);
-		if (!rc)
-			rc = rw_cuda_host_alloc((void **)&s->out, bytes);
-		if (!rc)
-			rc = rw_cuda_stream_create(&s->stream);
-		if (!rc)
-			rc = rw_net_reg_mr(send, s->out, bytes, RW_PTR_HOST, &s->out_mr);
+		rc = stage_device_one(c, ch);
 		if (rc) {
+			if (s->out_mr && c->links[rw_link_send(ch)].comm)
+				rw_net_dereg_mr(c->links[rw_link_send(ch)].comm, s->out_mr);
 			rw_coll_stage_device_free(s);
 			return rc;
 		}
 	}
 	c->ndev_ops++;
+	c->stats.dev_collectives++;
+	for (int ch = 0; ch < c->nchannels; ch++)
+		if (c->stage[ch].recv_dev && c->stage[ch].send_dev)
+			c->stats.dev_channels++;
 	return 0;
 }
 
-int rw_coll_copy(const struct rw_coll_req *r, void *dst, const void *src, size_t bytes)
+char *rw_coll_dslot(const struct rw_coll_comm *c, int ch, int slot)
+{
+	return c->stage[ch].dev + (size_t)slot * c->chunk_bytes;
+}
+
+char *rw_coll_hslot(const struct rw_coll_comm *c, int ch, int slot)
+{
+	return c->stage[ch].buf + (size_t)slot * c->chunk_bytes;
+}
+
+/* --- copies and reductions, counted ---------------------------------------------- */
+
+static int copy_async(struct rw_coll_comm *c, void *dst, const void *src, size_t bytes,
+		      bool host_side, void *stream)
 {
 	if (!bytes || dst == src)
 		return 0;
-	if (r->mem == RW_COLL_MEM_DEVICE)
-		return rw_cuda_memcpy(dst, src, bytes);
-	memmove(dst, src, bytes);
-	return 0;
+	if (host_side)
+		c->stats.host_copies++;
+	else
+		c->stats.dev_copies++;
+	return rw_cuda_memcpy_async(dst, src, bytes, stream);
 }
 
-int rw_coll_fold(const struct rw_coll_req *r, int ch, void *dst, const void *local, void *slot,
-		 int slot_idx, size_t count, bool final, void *fwd_host)
+static int reduce_dev(const struct rw_coll_req *r, void *dst, const void *local, const void *slot,
+		      size_t count, bool final, void *stream)
+{
+	const void *srcs[2] = {local, slot};
+
+	if (!count)
+		return 0;
+	r->comm->stats.kernels++;
+	if (final && r->a.op == RW_OP_AVG)
+		return rw_reduce_multi_avg_dev(dst, srcs, 2, count, r->a.dtype,
+					       (unsigned int)r->comm->nranks, stream);
+	return rw_reduce_multi_dev(dst, srcs, 2, count, r->a.dtype, r->redop, stream);
+}
+
+int rw_coll_fold(const struct rw_coll_req *r, void *dst, const void *local, const void *slot,
+		 size_t count, bool final)
+{
+	const void *srcs[2] = {local, slot};
+
+	if (final && r->a.op == RW_OP_AVG)
+		return rw_reduce_multi_avg(dst, srcs, 2, count, r->a.dtype,
+					   (unsigned int)r->comm->nranks);
+	return rw_reduce_multi(dst, srcs, 2, count, r->a.dtype, r->redop);
+}
+
+int rw_coll_dev_chunk(struct rw_coll_req *r, int ch, int action, void *out, const void *local,
+		      int slot, size_t count, bool forwarded, int ev, bool *fwd_dev)
 {
 	struct rw_coll_comm *c = r->comm;
-	bool avg = final && r->a.op == RW_OP_AVG;
-	unsigned int nranks = (unsigned int)c->nranks;
-	size_t bytes = count * r->esize;
 	struct rw_coll_stage *s = &c->stage[ch];
-	const void *srcs[2] = {local, slot};
-	void *scratch, *target;
-	int rc;
+	char *d = rw_coll_dslot(c, ch, slot), *h = rw_coll_hslot(c, ch, slot);
+	size_t bytes = count * r->esize;
+	void *st = s->stream;
+	int rc = 0;
 
-	if (r->mem == RW_COLL_MEM_HOST) {
-		if (avg)
-			return rw_reduce_multi_avg(dst, srcs, 2, count, r->a.dtype, nranks);
-		return rw_reduce_multi(dst, srcs, 2, count, r->a.dtype, r->redop);
+	*fwd_dev = false;
+	switch (action) {
+	case RW_RING_REDUCE_FWD:
+	case RW_RING_REDUCE_FINAL: {
+		bool fwd = action == RW_RING_REDUCE_FWD;
+		void *target = fwd ? d : out;
+
+		if (!s->recv_dev)
+			rc = copy_async(c, d, h, bytes, true, st);
+		if (!rc)
+			rc = reduce_dev(r, target, local, d, count, !fwd, st);
+		if (rc || !(fwd || forwarded))
+			break;
+		/* the result to forward: the device slot if the send link
+		 * takes it, else the host slot */
+		*fwd_dev = s->send_dev;
+		rc = copy_async(c, s->send_dev ? d : h, target, bytes, !s->send_dev, st);
+		break;
 	}
-	scratch = s->dev + (size_t)slot_idx * c->chunk_bytes;
-	target = dst ? dst : scratch;
-	srcs[1] = scratch;
-	rc = rw_cuda_memcpy_async(scratch, slot, bytes, s->stream);
+	case RW_RING_COPY:
+	default:
+		if (s->recv_dev) {
+			rc = copy_async(c, out, d, bytes, false, st);
+			*fwd_dev = s->send_dev;
+			if (!rc && forwarded && !s->send_dev)
+				rc = copy_async(c, h, d, bytes, true, st);
+		} else {
+			/* forwarded, if at all, from the host slot it arrived in */
+			rc = copy_async(c, out, h, bytes, true, st);
+		}
+		break;
+	}
 	if (!rc)
-		rc = avg ? rw_reduce_multi_avg_dev(target, srcs, 2, count, r->a.dtype, nranks,
-						   s->stream)
-			 : rw_reduce_multi_dev(target, srcs, 2, count, r->a.dtype, r->redop,
-					       s->stream);
-	if (!rc && fwd_host)
-		rc = rw_cuda_memcpy_async(fwd_host, target, bytes, s->stream);
-	if (!rc)
-		rc = rw_cuda_stream_sync(s->stream);
+		rc = rw_cuda_event_record(s->ev[ev], st);
 	return rc;
 }
 
-int rw_coll_h2d(const struct rw_coll_req *r, int ch, void *dst, const void *slot, size_t bytes)
+int rw_coll_dev_stage_send(struct rw_coll_req *r, int ch, int k, const void *src, size_t bytes,
+			   void **data, struct rw_net_mr **mr)
 {
-	void *stream = r->comm->stage[ch].stream;
-	int rc = rw_cuda_memcpy_async(dst, slot, bytes, stream);
+	struct rw_coll_comm *c = r->comm;
+	struct rw_coll_stage *s = &c->stage[ch];
+	char *dst = s->send_dev ? rw_coll_dslot(c, ch, RW_COLL_NSLOTS + k)
+				: s->out + (size_t)k * c->chunk_bytes;
+	int rc = copy_async(c, dst, src, bytes, !s->send_dev, s->stream);
 
-	return rc ? rc : rw_cuda_stream_sync(stream);
+	if (!rc)
+		rc = rw_cuda_event_record(s->ev[RW_COLL_EV_OUT + k], s->stream);
+	*data = dst;
+	*mr = s->send_dev ? s->dmr_send : s->out_mr;
+	return rc;
 }
 
-int rw_coll_d2h(const struct rw_coll_req *r, int ch, void *dst, const void *src, size_t bytes)
+int rw_coll_dev_poll(const struct rw_coll_comm *c, int ch, int ev)
 {
-	void *stream = r->comm->stage[ch].stream;
-	int rc = rw_cuda_memcpy_async(dst, src, bytes, stream);
+	return rw_cuda_event_query(c->stage[ch].ev[ev]);
+}
 
-	return rc ? rc : rw_cuda_stream_sync(stream);
+void rw_coll_dev_drain(const struct rw_coll_comm *c, int ch)
+{
+	if (c->stage && c->stage[ch].stream)
+		rw_cuda_stream_sync(c->stage[ch].stream);
+}
+
+/* --- the activation's copies ------------------------------------------------------ */
+
+int rw_coll_copy(struct rw_coll_req *r, void *dst, const void *src, size_t bytes)
+{
+	struct rw_coll_comm *c = r->comm;
+	void *stream;
+	int rc;
+
+	if (!bytes || dst == src)
+		return 0;
+	if (r->mem != RW_COLL_MEM_DEVICE) {
+		memmove(dst, src, bytes);
+		return 0;
+	}
+	if (c->nranks > 1) {
+		stream = c->stage[0].stream;
+	} else {
+		if (!r->act_stream) {
+			rc = rw_cuda_stream_create(&r->act_stream);
+			if (rc)
+				return rc;
+		}
+		stream = r->act_stream;
+	}
+	if (!r->act_event) {
+		rc = rw_cuda_event_create(&r->act_event);
+		if (rc)
+			return rc;
+	}
+	c->stats.dev_copies++;
+	rc = rw_cuda_memcpy_async(dst, src, bytes, stream);
+	return rc ? rc : rw_cuda_event_record(r->act_event, stream);
+}
+
+int rw_coll_act_poll(struct rw_coll_req *r)
+{
+	int rc;
+
+	if (!r->act_event)
+		return 0;
+	rc = rw_cuda_event_query(r->act_event);
+	if (rc)
+		return rc;
+	rw_cuda_event_destroy(r->act_event);
+	r->act_event = NULL;
+	return 0;
+}
+
+void rw_coll_act_fini(struct rw_coll_req *r)
+{
+	if (r->act_event) {
+		rw_cuda_event_sync(r->act_event); /* failure path: the copy must be over */
+		rw_cuda_event_destroy(r->act_event);
+		r->act_event = NULL;
+	}
+	if (r->act_stream)
+		rw_cuda_stream_destroy(r->act_stream);
+	r->act_stream = NULL;
 }

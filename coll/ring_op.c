@@ -13,7 +13,16 @@
  *   4. complete sends in order, freeing the slots they sent from.
  * So while chunk k is being reduced, chunk k+1 is on the wire and chunk k-1
  * is being forwarded.  Host buffers are sent from and received into where
- * they are; device buffers go through host staging (coll_mem.c).
+ * they are; device buffers go through the channel's staging, on the device
+ * where the links move device memory (coll_mem.c).
+ *
+ * Nothing waits for a device.  A received chunk of a device collective has
+ * its copies and reduction enqueued on the channel's stream at once and is
+ * "in device work" until its event has run (polled here, from test()); the
+ * chunks behind it are received, enqueued and sent meanwhile, so copy,
+ * kernel and wire overlap.  A local chunk to send is first copied to an out
+ * slot (enqueued too); when the transport has no room for a send, what was
+ * staged for it stays, and the send is posted later without redoing it.
  *
  * The first message each way on channel 0 is the collective's signature
  * (16 bytes, sent with the first data, no extra round trip), and no
@@ -30,15 +39,27 @@
 #include "common/rw_log.h"
 #include "common/rw_nvtx.h"
 
+/* A receive's life: on the wire, then (device collectives) in device work,
+ * then processed: it leaves the queue, held for its forward or freed. */
+enum recv_state {
+	RECV_POSTED,
+	RECV_DEVICE, /* its device work is enqueued; the event tells when it ran */
+	RECV_DONE,   /* processed */
+};
+
 struct pend_recv {
 	struct rw_net_req *req;
 	struct rw_ring_pos pos;
 	int slot; /* -1: straight into recvbuf */
+	enum recv_state state;
+	bool keep;    /* processed: hold the slot for a forward (else free it) */
+	bool fwd_dev; /* the forward's copy is the device slot (else host) */
 };
 
 struct held {
 	struct rw_ring_pos pos;
 	int slot;
+	bool dev; /* send the device slot (else the host slot) */
 };
 
 struct pend_send {
@@ -59,6 +80,12 @@ struct ring_chan {
 	unsigned ps_head, ps_n;
 	int free_slots[RW_COLL_NSLOTS], nfree;
 	int free_out[RW_COLL_NSLOTS], nfree_out;
+	/* device collectives: the next send's local chunk, staged in an out
+	 * slot (its copy enqueued) and kept until the send is posted */
+	bool staged;
+	int staged_out;
+	void *staged_data;
+	struct rw_net_mr *staged_mr;
 };
 
 struct ring_state {
@@ -118,7 +145,22 @@ static void ring_fini(struct rw_coll_req *r)
 {
 	struct ring_state *st = state_of(r);
 
-	/* requests still in flight were cancelled by closing the links */
+	/* requests still in flight were cancelled by closing the links; device
+	 * work still in flight (a failed collective) must end before we do,
+	 * so that nothing is written into the user's buffers afterwards */
+	if (r->mem == RW_COLL_MEM_DEVICE && r->comm->nranks > 1) {
+		for (int ch = 0; ch < r->comm->nchannels; ch++) {
+			struct ring_chan *cs = &st->ch[ch];
+			bool busy = cs->staged;
+
+			for (unsigned i = 0; i < cs->pr_n; i++)
+				busy |= cs->pr[(cs->pr_head + i) % RW_COLL_MAX_RECVS].state ==
+					RECV_DEVICE;
+			if (busy)
+				rw_coll_dev_drain(r->comm, ch);
+		}
+	}
+	rw_coll_act_fini(r);
 	rw_ring_plan_fini(&st->plan);
 	free(st);
 }
@@ -135,18 +177,18 @@ static char *slot_ptr(const struct rw_coll_comm *c, int ch, int slot)
 
 static int prev_rank(const struct rw_coll_comm *c)
 {
-	return (c->rank + c->nranks - 1) % c->nranks;
+	return rw_coll_prev(c);
 }
 
 static int next_rank(const struct rw_coll_comm *c)
 {
-	return (c->rank + 1) % c->nranks;
+	return rw_coll_next(c);
 }
 
-static void hold(struct ring_chan *cs, struct rw_ring_pos pos, int slot)
+static void hold(struct ring_chan *cs, struct rw_ring_pos pos, int slot, bool dev)
 {
 	cs->held[(cs->held_head + cs->held_n++) % RW_COLL_NSLOTS] =
-		(struct held){.pos = pos, .slot = slot};
+		(struct held){.pos = pos, .slot = slot, .dev = dev};
 }
 
 /* Is the receive at pos processed?  (Receives are processed in order.) */
@@ -251,11 +293,17 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		size = m.count * r->esize;
 		staged = r->mem == RW_COLL_MEM_DEVICE || m.action != RW_RING_COPY;
 		if (staged) {
+			const struct rw_coll_stage *sg = &c->stage[ch];
+
 			if (!cs->nfree)
 				break;
 			slot = cs->free_slots[cs->nfree - 1];
 			data = slot_ptr(c, ch, slot);
-			mr = c->stage[ch].mr_recv;
+			mr = sg->mr_recv;
+			if (r->mem == RW_COLL_MEM_DEVICE && sg->recv_dev) {
+				data = rw_coll_dslot(c, ch, slot);
+				mr = sg->dmr_recv;
+			}
 		} else {
 			data = at(r->a.recvbuf, m.off, r->dst_base, r->esize);
 			mr = rw_coll_mr_on(r->a.recv_mr, l);
@@ -281,17 +329,18 @@ static void free_slot(struct ring_chan *cs, int slot)
 	cs->free_slots[cs->nfree++] = slot;
 }
 
-/* What a received chunk turns into (see the file comment). */
-static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m,
-		   struct rw_ring_pos pos, int slot)
+/*
+ * What a received chunk turns into (see the file comment): host
+ * collectives do it here and now; device ones enqueue it and the receive
+ * enters RECV_DEVICE.  Sets p->keep when the slot is held for a forward.
+ */
+static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, struct pend_recv *p)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct ring_chan *cs = &state_of(r)->ch[ch];
-	char *sp = slot >= 0 ? slot_ptr(c, ch, slot) : NULL;
+	char *sp = p->slot >= 0 ? slot_ptr(c, ch, p->slot) : NULL;
 	const void *local = NULL;
 	char *out = NULL;
-	bool dev = r->mem == RW_COLL_MEM_DEVICE;
-	int rc = 0;
 
 	/* only what the action touches: the other pointer may lie outside
 	 * its buffer (reduce-scatter's recvbuf holds one segment) */
@@ -299,34 +348,56 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m,
 		local = at(r->a.sendbuf, m->off, r->src_base, r->esize);
 	if (m->action != RW_RING_REDUCE_FWD)
 		out = at(r->a.recvbuf, m->off, r->dst_base, r->esize);
+	p->keep = m->action == RW_RING_REDUCE_FWD || m->forwarded;
+	if (r->mem == RW_COLL_MEM_DEVICE) {
+		int ev = (int)(p - cs->pr); /* its place in the ring: its event */
+
+		p->state = RECV_DEVICE;
+		return rw_coll_dev_chunk(r, ch, (int)m->action, out, local, p->slot, m->count,
+					 m->forwarded, ev, &p->fwd_dev);
+	}
 	switch (m->action) {
 	case RW_RING_REDUCE_FWD:
 		/* the partial sum is forwarded from the slot it arrived in */
-		rc = rw_coll_fold(r, ch, dev ? NULL : sp, local, sp, slot, m->count, false,
-				  dev ? sp : NULL);
-		if (!rc)
-			hold(cs, pos, slot);
-		break;
+		return rw_coll_fold(r, sp, local, sp, m->count, false);
 	case RW_RING_REDUCE_FINAL:
-		rc = rw_coll_fold(r, ch, out, local, sp, slot, m->count, true,
-				  dev && m->forwarded ? sp : NULL);
-		if (!rc && dev && m->forwarded)
-			hold(cs, pos, slot);
-		else
-			free_slot(cs, slot); /* forwarded from recvbuf, if at all */
-		break;
+		p->keep = false; /* forwarded from recvbuf, if at all */
+		return rw_coll_fold(r, out, local, sp, m->count, true);
 	case RW_RING_COPY:
 	default:
-		if (!dev)
-			break; /* it landed in recvbuf */
-		rc = rw_coll_h2d(r, ch, out, sp, m->count * r->esize);
-		if (!rc && m->forwarded)
-			hold(cs, pos, slot);
-		else
-			free_slot(cs, slot);
-		break;
+		p->keep = false;
+		return 0; /* it landed in recvbuf */
 	}
-	return rc;
+}
+
+/* Processed receives leave the queue in order: held for their forward or
+ * their slot freed.  One in device work leaves once its event has run. */
+static int retire_recvs(struct rw_coll_req *r, int ch, bool *progressed)
+{
+	struct ring_chan *cs = &state_of(r)->ch[ch];
+
+	while (cs->pr_n) {
+		struct pend_recv *p = &cs->pr[cs->pr_head];
+
+		if (p->state == RECV_POSTED)
+			break;
+		if (p->state == RECV_DEVICE) {
+			int rc = rw_coll_dev_poll(r->comm, ch, (int)(p - cs->pr));
+
+			if (rc == -EAGAIN)
+				break;
+			if (rc)
+				return rc; /* a local failure: the caller reports it */
+		}
+		if (p->keep)
+			hold(cs, p->pos, p->slot, p->fwd_dev);
+		else if (p->slot >= 0)
+			free_slot(cs, p->slot);
+		cs->pr_head = (cs->pr_head + 1) % RW_COLL_MAX_RECVS;
+		cs->pr_n--;
+		*progressed = true;
+	}
+	return 0;
 }
 
 static int complete_recvs(struct rw_coll_req *r, int ch, bool *progressed)
@@ -337,18 +408,21 @@ static int complete_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 
 	if (!st->sig_in)
 		return 0; /* nothing of prev's is used before its signature matched */
-	while (cs->pr_n) {
-		struct pend_recv *p = &cs->pr[cs->pr_head];
+	for (unsigned i = 0; i < cs->pr_n; i++) {
+		struct pend_recv *p = &cs->pr[(cs->pr_head + i) % RW_COLL_MAX_RECVS];
 		struct rw_ring_msg m;
 		size_t got = 0;
 		int done = 0, rc;
 
+		if (p->state != RECV_POSTED)
+			continue; /* in device work already */
 		rw_ring_plan_recv(&st->plan, ch, p->pos, &m);
 		rc = rw_net_test(p->req, &done, &got);
 		if (rc)
 			return rw_coll_fail(r, rc, prev_rank(c), "receiving from", m.step, m.chunk);
 		if (!done)
 			break;
+		p->req = NULL;
 		if (got != m.count * r->esize) {
 			RW_WARN(RW_LOG_COLL,
 				"coll: rank %d: %s: rank %d sent %zu bytes for step %d, chunk %zu; "
@@ -358,18 +432,47 @@ static int complete_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			return rw_coll_fail(r, -EPROTO, prev_rank(c), "receiving from", m.step,
 					    m.chunk);
 		}
+		c->stats.chunks_recv++;
 		phase(r, &m);
-		rc = process(r, ch, &m, p->pos, p->slot);
+		rc = process(r, ch, &m, p);
 		if (rc)
 			return rc; /* a local failure: the caller reports it */
-		cs->pr_head = (cs->pr_head + 1) % RW_COLL_MAX_RECVS;
-		cs->pr_n--;
+		if (p->state == RECV_POSTED)
+			p->state = RECV_DONE; /* processed on the host */
 		*progressed = true;
 	}
-	return 0;
+	return retire_recvs(r, ch, progressed);
 }
 
 /* --- sends ------------------------------------------------------------------ */
+
+/*
+ * A device collective's local chunk for the send at cs->spos: its copy to an
+ * out slot is enqueued once; 0 with *ready when it has run, 0 without
+ * when it has not yet (or no out slot is free).
+ */
+static int stage_local(struct rw_coll_req *r, int ch, const void *src, size_t size, bool *ready)
+{
+	struct ring_chan *cs = &state_of(r)->ch[ch];
+	int rc;
+
+	*ready = false;
+	if (!cs->staged) {
+		if (!cs->nfree_out)
+			return 0;
+		cs->staged_out = cs->free_out[--cs->nfree_out];
+		cs->staged = true;
+		rc = rw_coll_dev_stage_send(r, ch, cs->staged_out, src, size, &cs->staged_data,
+					    &cs->staged_mr);
+		if (rc)
+			return rc;
+	}
+	rc = rw_coll_dev_poll(r->comm, ch, RW_COLL_EV_OUT + cs->staged_out);
+	if (rc == -EAGAIN)
+		return 0;
+	*ready = rc == 0;
+	return rc;
+}
 
 static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 {
@@ -397,16 +500,17 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 			data = at(r->a.sendbuf, m.off, r->src_base, r->esize);
 			mr = rw_coll_mr_on(r->a.send_mr, l);
 			if (dev) {
-				if (!cs->nfree_out)
-					break;
-				out = cs->free_out[cs->nfree_out - 1];
-				rc = rw_coll_d2h(r, ch,
-						 c->stage[ch].out + (size_t)out * c->chunk_bytes,
-						 data, size);
+				bool ready, was = cs->staged;
+
+				rc = stage_local(r, ch, data, size, &ready);
 				if (rc)
-					return rc;
-				data = c->stage[ch].out + (size_t)out * c->chunk_bytes;
-				mr = c->stage[ch].out_mr;
+					return rc; /* a local failure: the caller reports it */
+				*progressed |= cs->staged && !was;
+				if (!ready)
+					break;
+				out = cs->staged_out;
+				data = cs->staged_data;
+				mr = cs->staged_mr;
 			}
 		} else {
 			struct rw_ring_msg rm;
@@ -416,6 +520,7 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 			rw_ring_plan_recv(&st->plan, ch, m.from, &rm);
 			if (dev || rm.action == RW_RING_REDUCE_FWD) {
 				struct held *h = &cs->held[cs->held_head];
+				const struct rw_coll_stage *sg = &c->stage[ch];
 
 				if (!cs->held_n || rw_ring_pos_cmp(h->pos, m.from) != 0) {
 					RW_WARN(RW_LOG_COLL,
@@ -425,7 +530,11 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 					return -EPROTO;
 				}
 				data = slot_ptr(c, ch, h->slot);
-				mr = c->stage[ch].mr_send;
+				mr = sg->mr_send;
+				if (h->dev) {
+					data = rw_coll_dslot(c, ch, h->slot);
+					mr = sg->dmr_send;
+				}
 				free_slot_idx = h->slot;
 				from_held = true;
 			} else {
@@ -437,9 +546,9 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 		if (rc)
 			return rw_coll_fail(r, rc, next_rank(c), "sending to", m.step, m.chunk);
 		if (!req)
-			break; /* no room: the device copy, if any, is redone */
+			break; /* no room: what was staged stays staged for the retry */
 		if (out >= 0)
-			cs->nfree_out--;
+			cs->staged = false; /* the send owns the out slot now */
 		if (from_held) {
 			cs->held_head = (cs->held_head + 1) % RW_COLL_NSLOTS;
 			cs->held_n--;
@@ -447,6 +556,7 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 		cs->ps[(cs->ps_head + cs->ps_n++) % RW_COLL_MAX_SENDS] = (struct pend_send){
 			.req = req, .pos = cs->spos, .free_slot = free_slot_idx, .out_slot = out};
 		cs->smore = rw_ring_plan_send_next(&st->plan, ch, &cs->spos);
+		c->stats.chunks_sent++;
 		*progressed = true;
 	}
 	return 0;
@@ -484,9 +594,13 @@ static int ring_progress(struct rw_coll_req *r, bool *progressed)
 	struct rw_coll_comm *c = r->comm;
 	struct ring_state *st = state_of(r);
 	bool all_done = true;
+	int rc;
 
-	if (c->nranks == 1)
-		return 1; /* the local copy at activation did it all */
+	if (c->nranks == 1) {
+		/* the local copy at activation does it all */
+		rc = rw_coll_act_poll(r);
+		return rc == -EAGAIN ? 0 : rc ? rc : 1;
+	}
 	if (!st->phase_pushed &&
 	    (r->a.kind == RW_COLL_ALLREDUCE || r->a.kind == RW_COLL_REDUCE_SCATTER)) {
 		RW_NVTX_PUSH(st->in_allgather ? "allgather" : "scatter-reduce");
@@ -496,7 +610,6 @@ static int ring_progress(struct rw_coll_req *r, bool *progressed)
 	for (int ch = 0; ch < c->nchannels; ch++) {
 		struct ring_chan *cs = &st->ch[ch];
 		bool moved;
-		int rc;
 
 		if (ch == 0) {
 			rc = sig_swap(r, progressed);
@@ -519,7 +632,10 @@ static int ring_progress(struct rw_coll_req *r, bool *progressed)
 		if (cs->smore || cs->rmore || cs->pr_n || cs->ps_n)
 			all_done = false;
 	}
-	return all_done && st->sig_in && st->sig_out ? 1 : 0;
+	if (!all_done || !st->sig_in || !st->sig_out)
+		return 0;
+	rc = rw_coll_act_poll(r); /* the activation's device copy */
+	return rc == -EAGAIN ? 0 : rc ? rc : 1;
 }
 
 /* What the collective waits on: a send the next rank does not take names
