@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "coll/coll_internal.h"
+#include "coll/coll_place.h"
 #include "common/rw_log.h"
 #include "common/rw_nvtx.h"
 
@@ -24,12 +25,77 @@ static_assert((int)RW_COLL_ALLREDUCE == (int)RW_RING_ALLREDUCE &&
 
 static int next_rank(const struct rw_coll_comm *c)
 {
-	return (c->rank + 1) % c->nranks;
+	return rw_coll_next(c);
 }
 
 static int prev_rank(const struct rw_coll_comm *c)
 {
-	return (c->rank + c->nranks - 1) % c->nranks;
+	return rw_coll_prev(c);
+}
+
+/* The ring order: a's permutation, else rank order. */
+static int order_set(struct rw_coll_comm *c, const int *order)
+{
+	bool *seen, same = true;
+
+	c->pos = c->rank;
+	for (int p = 0; order && p < c->nranks; p++)
+		same &= order[p] == p;
+	if (same)
+		return 0; /* rank order: c->order stays NULL */
+	c->order = calloc((size_t)c->nranks, sizeof(*c->order));
+	seen = calloc((size_t)c->nranks, sizeof(*seen));
+	if (!c->order || !seen) {
+		free(seen);
+		return -ENOMEM;
+	}
+	for (int p = 0; p < c->nranks; p++) {
+		int r = order[p];
+
+		if (r < 0 || r >= c->nranks || seen[r]) {
+			RW_WARN(RW_LOG_COLL | RW_LOG_INIT,
+				"coll: comm_create: the ring order is not a permutation of the %d "
+				"ranks (position %d: %d)",
+				c->nranks, p, r);
+			free(seen);
+			return -EINVAL;
+		}
+		seen[r] = true;
+		c->order[p] = r;
+		if (r == c->rank)
+			c->pos = p;
+	}
+	free(seen);
+	return 0;
+}
+
+int rw_coll_ring_args(const struct rw_coll_req *r, struct rw_ring_plan_args *pa, size_t **tmp)
+{
+	const struct rw_coll_comm *c = r->comm;
+	int n = c->nranks;
+	size_t *seg;
+
+	*tmp = NULL;
+	if (!c->order)
+		return 0;
+	pa->rank = c->pos;
+	if (pa->kind == RW_RING_BROADCAST) {
+		for (int p = 0; p < n; p++)
+			if (c->order[p] == r->a.root)
+				pa->root = p;
+		return 0; /* one segment */
+	}
+	seg = calloc(2 * (size_t)n, sizeof(*seg));
+	if (!seg)
+		return -ENOMEM;
+	for (int p = 0; p < n; p++) {
+		seg[p] = r->a.seg_off[c->order[p]];
+		seg[n + p] = r->a.seg_count[c->order[p]];
+	}
+	pa->seg_off = seg;
+	pa->seg_count = seg + n;
+	*tmp = seg;
+	return 0;
 }
 
 int rw_coll_comm_nranks(const struct rw_coll_comm *c)
@@ -216,6 +282,9 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	for (int r = 0; r < c->nranks; r++)
 		snprintf(c->names[r], sizeof(c->names[r]), "%s",
 			 a->peer_names && a->peer_names[r] ? a->peer_names[r] : "no address");
+	rc = order_set(c, a->order);
+	if (rc)
+		goto err_free;
 	if (c->nranks == 1) {
 		*out = c;
 		return 0;
@@ -223,7 +292,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	rc = links_alloc(c);
 	if (rc)
 		goto err_free;
-	rc = rw_coll_links_connect(c, a->handles, a->listen);
+	rc = rw_coll_links_connect_args(c, a);
 	if (rc)
 		goto err_close;
 	c->stage = calloc((size_t)c->nchannels, sizeof(*c->stage));
@@ -237,8 +306,9 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 			goto err_close;
 	}
 	RW_INFO(RW_LOG_INIT | RW_LOG_COLL,
-		"coll: rank %d of %d: %d channel(s), next rank %d at %s, chunk %zu bytes, %s",
-		c->rank, c->nranks, c->nchannels, next_rank(c), c->names[next_rank(c)],
+		"coll: rank %d of %d: %d channel(s), next rank %d at %s, ring position %d, "
+		"chunk %zu bytes, %s",
+		c->rank, c->nranks, c->nchannels, next_rank(c), c->names[next_rank(c)], c->pos,
 		c->chunk_bytes, c->algo == RW_COLL_ALGO_PS ? "ps" : "ring");
 	*out = c;
 	return 0;
@@ -249,6 +319,7 @@ err_close:
 err_free:
 	free(c->links);
 	free(c->names);
+	free(c->order);
 	free(c);
 	return rc;
 }
@@ -276,6 +347,7 @@ void rw_coll_comm_destroy(struct rw_coll_comm *c)
 	rw_coll_links_close(c);
 	free(c->links);
 	free(c->names);
+	free(c->order);
 	free(c);
 }
 

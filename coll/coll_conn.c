@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "coll/coll_internal.h"
+#include "coll/coll_place.h"
 #include "common/rw_log.h"
 
 #define HELLO_MAGIC   0x4c485752u /* "RWHL" */
@@ -79,13 +80,21 @@ static const char *link_name(const struct rw_coll_link *l, char *buf, size_t len
 
 /* One step of a send link: connect, register, say hello, see it leave.
  * 1 when the link is ready. */
-static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l, const void *const *handles,
-		     bool *progressed)
+static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l,
+		     const struct rw_coll_comm_args *a, bool *progressed)
 {
 	int rc, done = 0;
 
 	if (!l->comm) {
-		rc = rw_net_connect(c->net, c->dev, handles[l->peer], &l->comm);
+		int dev = c->dev;
+		const void *handle = a->handles[l->peer];
+
+		if (l->id >= 0 && l->id < c->nchannels && a->chan_dev)
+			dev = a->chan_dev[l->id];
+		if (l->id >= 0 && l->id < c->nchannels && a->chan_handles && a->chan_listen)
+			handle = a->chan_handles[(size_t)l->peer * (size_t)c->nchannels +
+						 (size_t)l->id];
+		rc = rw_net_connect(c->net, dev, handle, &l->comm);
 		if (rc || !l->comm)
 			return rc;
 		*progressed = true;
@@ -196,12 +205,30 @@ static void report_missing(const struct rw_coll_comm *c, const bool *ready)
 int rw_coll_links_connect(struct rw_coll_comm *c, const void *const *handles,
 			  struct rw_net_listen *listen)
 {
+	struct rw_coll_comm_args a = {.handles = handles, .listen = listen};
+
+	return rw_coll_links_connect_args(c, &a);
+}
+
+int rw_coll_links_connect_args(struct rw_coll_comm *c, const struct rw_coll_comm_args *a)
+{
 	uint64_t deadline = rw_now_ms() + (uint64_t)c->timeout_ms;
+	struct rw_net_listen *listens[RW_COLL_MAX_LISTENS];
 	unsigned nrecv = 0;
-	int accepted = 0, left = c->nlinks, rc = 0;
+	int accepted = 0, left = c->nlinks, nlisten = 0, turn = 0, rc = 0;
 	struct pending *pend;
 	bool *ready;
 
+	/* the listeners connections arrive on: the comm's, and the channels' */
+	listens[nlisten++] = a->listen;
+	for (int ch = 0; a->chan_listen && ch < c->nchannels; ch++) {
+		bool seen = false;
+
+		for (int i = 0; i < nlisten; i++)
+			seen |= listens[i] == a->chan_listen[ch];
+		if (!seen && a->chan_listen[ch] && nlisten < RW_COLL_MAX_LISTENS)
+			listens[nlisten++] = a->chan_listen[ch];
+	}
 	for (int i = 0; i < c->nlinks; i++)
 		nrecv += !c->links[i].is_send;
 	pend = calloc((size_t)nrecv + 1, sizeof(*pend));
@@ -218,17 +245,18 @@ int rw_coll_links_connect(struct rw_coll_comm *c, const void *const *handles,
 
 			if (!l->is_send || ready[i])
 				continue;
-			rc = send_step(c, l, handles, &progressed);
+			rc = send_step(c, l, a, &progressed);
 			if (rc == 1) {
 				ready[i] = true;
 				left--;
 				rc = 0;
 			}
 		}
-		if (!rc && (unsigned)accepted < nrecv) {
+		for (int k = 0; k < nlisten && !rc && (unsigned)accepted < nrecv; k++) {
 			struct rw_net_comm *comm = NULL;
 
-			rc = rw_net_accept(listen, &comm);
+			turn = (turn + 1) % nlisten; /* every listener gets its turn */
+			rc = rw_net_accept(listens[turn], &comm);
 			if (!rc && comm) {
 				pend[accepted].comm = comm;
 				rc = ctl_open(comm, &pend[accepted].ctl);

@@ -64,6 +64,19 @@ struct rw_coll_comm_args {
 	/** optional "host pid 123" per rank for messages; copied */
 	const char *const *peer_names;
 	const struct rw_config *cfg; /**< chunk size, channels, algo, timeout */
+	/* Placement (coll/place.h), each optional: NULL keeps rank order and
+	 * makes every link on `dev` through `handles` and `listen`. */
+	/** nranks: the rank at each ring position (a permutation) */
+	const int *order;
+	/** cfg->nchannels: this rank's net device of channel c (its send link
+	 *  connects from it; its receive link is accepted on chan_listen[c]) */
+	const int *chan_dev;
+	/** nranks * cfg->nchannels: rank r's listen handle for channel c at
+	 *  [r * nchannels + c] (needs chan_listen) */
+	const void *const *chan_handles;
+	/** cfg->nchannels: this rank's listener of channel c (may repeat, may
+	 *  be `listen`); borrowed, still open after */
+	struct rw_net_listen *const *chan_listen;
 };
 
 /**

@@ -284,6 +284,29 @@ int rw_topo_multihost_ring(const struct rw_topo *const *hosts, int nhosts, int c
 			   struct rw_topo_hop *hops, int max, int *n);
 
 /**
+ * The NIC channel `channel` of a rank on `gpu` uses (-1: the rank has no
+ * GPU): the one rw_topo_nic_for_gpu() names, with its reason, for channel
+ * 0; channels spread over the NICs exactly as near (same path type and
+ * bandwidth) in turn, starting from that one, and then say so ("...;
+ * spread: channel 1 on NIC 2 of 2 equally near").  Without GPU: the host's
+ * usable NICs in turn, fastest first.  out->nic is -1 (with a reason) on a
+ * host without NIC.
+ * \return 0, -EINVAL (bad gpu or channel), -ENOMEM.
+ */
+int rw_topo_channel_nic(const struct rw_topo *topo, int gpu, int channel,
+			struct rw_topo_nic_choice *out);
+
+/**
+ * Where a GPU stands in its host's ring: its position in
+ * rw_topo_ring_order(), counted from where channel 0 enters the host (so
+ * the host's last GPU is where channel 0 leaves it).  Ranks of one host
+ * sorted by it form the host's part of the ring.
+ * \param[out] out the position, -1 when gpu is -1.  \return 0, -EINVAL,
+ * -ENOMEM.
+ */
+int rw_topo_ring_rank(const struct rw_topo *topo, int gpu, int *out);
+
+/**
  * What the net plugin reports for a device: name is an RDMA device, a netdev
  * or a PCI bus id.
  * \return 0 or -ENOENT (no such NIC).

@@ -219,6 +219,103 @@ static int cpu_nics(const struct rw_topo *t, int *nics, int max)
 	return n;
 }
 
+/* --- the NIC of each channel of a rank ------------------------------------- */
+
+int rw_topo_channel_nic(const struct rw_topo *t, int gpu, int channel,
+			struct rw_topo_nic_choice *out)
+{
+	int nics[RW_TOPO_MAX_CHANNELS], k, m = 0, at, rc;
+	bool *cand;
+	int *ties;
+
+	if (!out || channel < 0 || gpu >= t->ngpus)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->nic = -1;
+	out->path.type = RW_TOPO_PATH_SYS;
+	if (!t->nnics) {
+		snprintf(out->reason, sizeof(out->reason), "no NIC on this host");
+		return 0;
+	}
+	if (gpu < 0) {
+		k = cpu_nics(t, nics, (int)RW_ARRAY_SIZE(nics));
+		if (k < 0)
+			return k;
+		if (k == 0) {
+			snprintf(out->reason, sizeof(out->reason), "no usable NIC on this host");
+			return 0;
+		}
+		out->nic = nics[channel % k];
+		out->path.type = RW_TOPO_PATH_PHB;
+		snprintf(out->reason, sizeof(out->reason),
+			 "no GPU: the host's %d usable NIC%s in turn, fastest first", k,
+			 k > 1 ? "s" : "");
+		return 0;
+	}
+	rc = rw_topo_nic_for_gpu(t, gpu, out);
+	if (rc || out->nic < 0)
+		return rc;
+	cand = calloc((size_t)t->nnics, sizeof(bool));
+	ties = calloc((size_t)t->nnics, sizeof(int));
+	if (!cand || !ties) {
+		free(cand);
+		free(ties);
+		return -ENOMEM;
+	}
+	candidates(t, cand);
+	/* the NICs as near as the chosen one, starting from it in PCI order */
+	for (int j = 0; j < t->nnics; j++) {
+		int i = (out->nic + j) % t->nnics;
+		struct rw_topo_path p;
+
+		if (!cand[i] && i != out->nic)
+			continue;
+		rw_topo_path(t, RW_TOPO_GPU(gpu), RW_TOPO_NIC(i), &p);
+		if (i == out->nic || (p.type == out->path.type && p.bw_gbps == out->path.bw_gbps))
+			ties[m++] = i;
+	}
+	at = channel % m;
+	if (at) {
+		out->nic = ties[at];
+		rw_topo_path(t, RW_TOPO_GPU(gpu), RW_TOPO_NIC(out->nic), &out->path);
+		snprintf(out->reason, sizeof(out->reason),
+			 "%s (%s, %.1f GB/s); spread: channel %d on NIC %d of %d equally near",
+			 rw_topo_path_desc(out->path.type), rw_topo_path_name(out->path.type),
+			 out->path.bw_gbps, channel, at + 1, m);
+	} else if (m > 1 && channel > 0) {
+		size_t off = strlen(out->reason);
+
+		append(out->reason, sizeof(out->reason), off,
+		       "; spread: channel %d on NIC 1 of %d equally near", channel, m);
+	}
+	free(cand);
+	free(ties);
+	return 0;
+}
+
+int rw_topo_ring_rank(const struct rw_topo *t, int gpu, int *out)
+{
+	struct rw_topo_channel ch[RW_TOPO_MAX_CHANNELS];
+	int g = t->ngpus, n = 0, first = 0, rc, *order;
+
+	if (!out || gpu >= g)
+		return -EINVAL;
+	*out = -1;
+	if (gpu < 0)
+		return 0;
+	order = calloc((size_t)g, sizeof(int));
+	if (!order)
+		return -ENOMEM;
+	rc = rw_topo_ring_order(t, order, g, &g);
+	if (!rc && t->nnics && rw_topo_channels(t, ch, RW_TOPO_MAX_CHANNELS, &n) == 0 && n > 0)
+		first = ch[0].first;
+	for (int i = 0; !rc && i < g; i++)
+		if (order[i] == gpu)
+			*out = (i - first + g) % g;
+	free(order);
+	return rc;
+}
+
 /* --- ring order inside a host ----------------------------------------------- */
 
 #define RING_EXACT_MAX	  10 /* exhaustive search up to this many GPUs */
