@@ -188,6 +188,7 @@ static int recvs(struct rw_coll_req *r, int i, bool *progressed)
 			return rw_coll_fail(r, -EPROTO, p->rank, "receiving from", 0, k);
 		}
 		p->r_done++;
+		c->stats.chunks_recv++;
 		*progressed = true;
 	}
 	return 0;
@@ -222,6 +223,7 @@ static int sends(struct rw_coll_req *r, int i, bool *progressed)
 			break;
 		p->sreq[k % RW_COLL_MAX_SENDS] = req;
 		p->s_posted++;
+		c->stats.chunks_sent++;
 		*progressed = true;
 	}
 	while (p->s_done < p->s_posted) {

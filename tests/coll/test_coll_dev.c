@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The engine's device path on the host-emulated GPU (gpu/rw_gpu_emu.h):
+ * forked ranks run allreduce, reduce-scatter, allgather and broadcast on
+ * device buffers, several types and ops, counts 0, 1, fewer than the ranks,
+ * odd and many chunks, on 2 and 3 ranks, and compare with the host
+ * kernels' references.  On shm (CUDA IPC) every chunk stays on the device:
+ * the engine counts 0 copies through host memory, and the emulator agrees
+ * (no host<->device copy during a collective) and saw no blocking call from
+ * the thread that drives the collectives.  On socket the chunks go through
+ * host staging.  With a delay on every stream operation the chunks wait in
+ * device work while the ring goes on, and results stay exact.
+ */
+#include "support/rw_test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll_internal.h"
+#include "coll_test.h"
+#include "common/rw_log.h"
+#include "gpu/rw_cuda.h"
+#include "gpu/rw_gpu_emu.h"
+
+static bool emu_on;
+
+static int setup(void **state)
+{
+	(void)state;
+	rw_test_log_reset();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	RW_TEST_ASSERT_LOG_CLEAN();
+	return 0;
+}
+
+/* What a sweep expects of the data path. */
+struct expect {
+	bool device_staging;	 /* shm: zero host copies, every channel on the device */
+	unsigned delay_us;	 /* emulated stream delay */
+	bool exact_copies;	 /* check the allreduce copy formula */
+	bool saw_device_pending; /* out: an event was pending at some poll */
+};
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		abort();
+	memset(p, 0xa5, n);
+	return p;
+}
+
+static void *dalloc(size_t bytes)
+{
+	void *d = NULL;
+	void *junk = xmalloc(bytes);
+
+	if (rw_cuda_malloc(&d, bytes ? bytes : 1)) {
+		free(junk);
+		return NULL;
+	}
+	if (bytes)
+		rw_cuda_memcpy(d, junk, bytes); /* garbage where results must land */
+	free(junk);
+	return d;
+}
+
+static int up(void *d, const void *h, size_t bytes)
+{
+	return bytes ? rw_cuda_memcpy(d, h, bytes) : 0;
+}
+
+static int report(int rank, const char *what, size_t count, enum rw_dtype dt, enum rw_op op, int rc)
+{
+	fprintf(stderr, "rank %d: device %s %s %s count %zu: %s\n", rank, what, rw_dtype_name(dt),
+		rw_op_name(op), count, rc ? strerror(-rc) : "wrong result");
+	return 1;
+}
+
+/* Run one collective on device copies of hsend (sbytes) into a device
+ * buffer of rbytes, read back into hrecv.  The emulator's host<->device
+ * copies and blocking calls during the collective go to *xfer, *blocked. */
+static int run_dev(struct rw_coll_comm *c, struct rw_coll_args *a, const void *hsend, size_t sbytes,
+		   void *hrecv, size_t rbytes, bool inplace, uint64_t *xfer, uint64_t *blocked)
+{
+	struct rw_gpu_emu_stats s0, s1;
+	void *dr = dalloc(rbytes), *ds = NULL;
+	int rc;
+
+	if (!dr)
+		return -ENOMEM;
+	if (inplace) {
+		ds = (char *)dr + ((const char *)a->sendbuf - (const char *)a->recvbuf);
+	} else {
+		ds = dalloc(sbytes);
+		if (!ds) {
+			rw_cuda_free(dr);
+			return -ENOMEM;
+		}
+	}
+	rc = hsend ? up(ds, hsend, sbytes) : 0;
+	a->recvbuf = dr;
+	a->sendbuf = hsend ? ds : NULL;
+	rw_gpu_emu_stats(&s0);
+	if (!rc)
+		rc = rw_coll_run(c, a);
+	rw_gpu_emu_stats(&s1);
+	*xfer += (s1.copies_h2d - s0.copies_h2d) + (s1.copies_d2h - s0.copies_d2h);
+	*blocked += s1.blocking_thread - s0.blocking_thread;
+	if (!rc && rbytes)
+		rc = rw_cuda_memcpy(hrecv, dr, rbytes);
+	if (!inplace)
+		rw_cuda_free(ds);
+	rw_cuda_free(dr);
+	return rc;
+}
+
+struct tally {
+	uint64_t xfer, blocked;
+};
+
+static int allreduce(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
+		     enum rw_op op, bool inplace, uint64_t seed, struct tally *t)
+{
+	size_t bytes = count * rw_dtype_size(dt);
+	char *src = xmalloc(bytes), *dst = xmalloc(bytes), *ref = xmalloc(bytes);
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE, .count = count, .dtype = dt, .op = op};
+	int rc, bad = 0;
+
+	coll_fill(src, count, dt, op, rank, seed);
+	coll_reference(ref, count, dt, op, p, seed);
+	a.sendbuf = a.recvbuf = src; /* in place: same offset */
+	rc = run_dev(c, &a, src, bytes, dst, bytes, inplace, &t->xfer, &t->blocked);
+	if (rc || !coll_same("device allreduce", dst, ref, count, dt))
+		bad = report(rank, "allreduce", count, dt, op, rc);
+	free(src);
+	free(dst);
+	free(ref);
+	return bad;
+}
+
+static int reduce_scatter(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
+			  enum rw_op op, uint64_t seed, struct tally *t)
+{
+	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
+	char *src = xmalloc(full * es), *ref = xmalloc(full * es), *dst = xmalloc(count * es);
+	struct rw_coll_args a = {
+		.kind = RW_COLL_REDUCE_SCATTER, .count = count, .dtype = dt, .op = op};
+	int rc, bad = 0;
+
+	coll_fill(src, full, dt, op, rank, seed);
+	coll_reference(ref, full, dt, op, p, seed);
+	rc = run_dev(c, &a, src, full * es, dst, count * es, false, &t->xfer, &t->blocked);
+	if (rc ||
+	    !coll_same("device reduce-scatter", dst, ref + (size_t)rank * count * es, count, dt))
+		bad = report(rank, "reduce-scatter", count, dt, op, rc);
+	free(src);
+	free(ref);
+	free(dst);
+	return bad;
+}
+
+static int allgather(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
+		     uint64_t seed, struct tally *t)
+{
+	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
+	char *src = xmalloc(count * es), *ref = xmalloc(full * es), *dst = xmalloc(full * es);
+	struct rw_coll_args a = {.kind = RW_COLL_ALLGATHER, .count = count, .dtype = dt};
+	int rc, bad = 0;
+
+	for (int r = 0; r < p; r++)
+		coll_fill(ref + (size_t)r * count * es, count, dt, RW_OP_SUM, r, seed);
+	coll_fill(src, count, dt, RW_OP_SUM, rank, seed);
+	rc = run_dev(c, &a, src, count * es, dst, full * es, false, &t->xfer, &t->blocked);
+	if (rc || !coll_same("device allgather", dst, ref, full, dt))
+		bad = report(rank, "allgather", count, dt, RW_OP_SUM, rc);
+	free(src);
+	free(ref);
+	free(dst);
+	return bad;
+}
+
+static int broadcast(struct rw_coll_comm *c, int rank, size_t count, enum rw_dtype dt, int root,
+		     uint64_t seed, struct tally *t)
+{
+	size_t bytes = count * rw_dtype_size(dt);
+	char *src = xmalloc(bytes), *ref = xmalloc(bytes), *dst = xmalloc(bytes);
+	struct rw_coll_args a = {
+		.kind = RW_COLL_BROADCAST, .count = count, .dtype = dt, .root = root};
+	int rc, bad = 0;
+
+	coll_fill(src, count, dt, RW_OP_SUM, root, seed);
+	coll_fill(ref, count, dt, RW_OP_SUM, root, seed);
+	rc = run_dev(c, &a, rank == root ? src : NULL, bytes, dst, bytes, false, &t->xfer,
+		     &t->blocked);
+	if (rc || !coll_same("device broadcast", dst, ref, count, dt))
+		bad = report(rank, "broadcast", count, dt, RW_OP_SUM, rc);
+	free(src);
+	free(ref);
+	free(dst);
+	return bad;
+}
+
+/* Every collective, a few types and ops, counts 0, 1, < p, odd, many chunks. */
+static int sweep(struct rw_comm *w, int rank, int p, void *arg)
+{
+	const struct expect *e = arg;
+	struct rw_coll_comm *c = coll_of(w);
+	const size_t counts[] = {0, 1, (size_t)p - 1, 1001, 40007};
+	static const struct {
+		enum rw_dtype dt;
+		enum rw_op op;
+	} cases[] = {
+		{RW_DTYPE_FLOAT32, RW_OP_SUM}, {RW_DTYPE_FLOAT32, RW_OP_AVG},
+		{RW_DTYPE_INT32, RW_OP_PROD},  {RW_DTYPE_BFLOAT16, RW_OP_MAX},
+		{RW_DTYPE_FLOAT16, RW_OP_MIN}, {RW_DTYPE_FLOAT8E4M3, RW_OP_SUM},
+		{RW_DTYPE_UINT8, RW_OP_MAX},
+	};
+	struct rw_coll_settings set;
+	struct rw_coll_stats s0, s1;
+	struct tally t = {0};
+	uint64_t seed = 7;
+	int bad = 0;
+
+	rw_gpu_emu_set_delay_us(e->delay_us);
+	rw_coll_comm_settings(c, &set);
+	rw_coll_comm_stats(c, &s0);
+	for (size_t k = 0; k < RW_ARRAY_SIZE(cases); k++) {
+		for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++, seed++) {
+			enum rw_dtype dt = cases[k].dt;
+			enum rw_op op = cases[k].op;
+			size_t n = counts[i];
+
+			bad += allreduce(c, rank, p, n, dt, op, (seed & 1) != 0, seed, &t);
+			if (n <= 1001)
+				bad += reduce_scatter(c, rank, p, n, dt, op, seed, &t);
+			if (k % 3 == 0) {
+				bad += allgather(c, rank, p, n, dt, seed, &t);
+				bad += broadcast(c, rank, n, dt, (int)(seed % (uint64_t)p), seed,
+						 &t);
+			}
+		}
+	}
+	rw_coll_comm_stats(c, &s1);
+	if (s1.chunks_sent == s0.chunks_sent || s1.chunks_recv == s0.chunks_recv ||
+	    s1.kernels == s0.kernels || s1.dev_collectives == s0.dev_collectives) {
+		fprintf(stderr, "rank %d: the device path did not run (sent %llu)\n", rank,
+			(unsigned long long)(s1.chunks_sent - s0.chunks_sent));
+		bad++;
+	}
+	if (e->device_staging) {
+		uint64_t ncoll = s1.dev_collectives - s0.dev_collectives;
+
+		/* the engine's count and the emulator's agree: nothing went
+		 * through host memory, nothing blocked the calling thread */
+		if (s1.host_copies != s0.host_copies || t.xfer || t.blocked ||
+		    s1.dev_channels - s0.dev_channels != ncoll * (uint64_t)set.nchannels) {
+			fprintf(stderr,
+				"rank %d: shm: %llu host copies counted, %llu seen, %llu blocking "
+				"calls, %llu of %llu channel runs on the device\n",
+				rank, (unsigned long long)(s1.host_copies - s0.host_copies),
+				(unsigned long long)t.xfer, (unsigned long long)t.blocked,
+				(unsigned long long)(s1.dev_channels - s0.dev_channels),
+				(unsigned long long)(ncoll * (uint64_t)set.nchannels));
+			bad++;
+		}
+	} else if (s1.host_copies == s0.host_copies || s1.dev_channels != s0.dev_channels ||
+		   t.blocked) {
+		fprintf(stderr,
+			"rank %d: socket: %llu host copies, %llu device channels, %llu "
+			"blocking calls\n",
+			rank, (unsigned long long)(s1.host_copies - s0.host_copies),
+			(unsigned long long)(s1.dev_channels - s0.dev_channels),
+			(unsigned long long)t.blocked);
+		bad++;
+	}
+	return bad;
+}
+
+/*
+ * Device-resident allreduce of many chunks: per chunk round each rank sends
+ * 2(p-1) messages, runs p-1 reductions and p+1 device copies (its local
+ * chunk out, the reduced chunk into its forward slot, p-1 received copies
+ * into recvbuf), whatever the transport made us retry: a redone copy would
+ * show.
+ */
+static int copy_formula(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_settings set;
+	struct rw_coll_stats s0, s1;
+	struct tally t = {0};
+	uint64_t sent, kern, dcopy;
+	size_t count;
+	int bad;
+
+	(void)arg;
+	rw_coll_comm_settings(c, &set);
+	/* every segment of every channel a whole number of chunks */
+	count = (size_t)p * (size_t)set.nchannels * (set.chunk_bytes / 4) * 3;
+	rw_coll_comm_stats(c, &s0);
+	bad = allreduce(c, rank, p, count, RW_DTYPE_FLOAT32, RW_OP_SUM, false, 99, &t);
+	rw_coll_comm_stats(c, &s1);
+	sent = s1.chunks_sent - s0.chunks_sent;
+	kern = s1.kernels - s0.kernels;
+	dcopy = s1.dev_copies - s0.dev_copies;
+	if (sent == 0 || sent % (2 * (uint64_t)(p - 1)) || kern * 2 != sent ||
+	    dcopy * 2 * (uint64_t)(p - 1) != sent * (uint64_t)(p + 1) ||
+	    s1.host_copies != s0.host_copies) {
+		fprintf(stderr, "rank %d: %llu sent, %llu kernels, %llu device copies, %llu host\n",
+			rank, (unsigned long long)sent, (unsigned long long)kern,
+			(unsigned long long)dcopy,
+			(unsigned long long)(s1.host_copies - s0.host_copies));
+		bad++;
+	}
+	return bad;
+}
+
+static const char *const shm_env[] = {
+	"RINGWAY_TRANSPORT", "shm", "RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2", NULL};
+static const char *const sock_env[] = {"RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2",
+				       NULL};
+
+static void shm_device_resident(void **state)
+{
+	struct expect e = {.device_staging = true};
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(2, shm_env, sweep, &e, 240), 0);
+	assert_int_equal(coll_fork(3, shm_env, sweep, &e, 240), 0);
+}
+
+static void shm_device_work_pending(void **state)
+{
+	struct expect e = {.device_staging = true, .delay_us = 300};
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(3, shm_env, sweep, &e, 240), 0);
+}
+
+static void shm_copies_not_redone(void **state)
+{
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(2, shm_env, copy_formula, NULL, 120), 0);
+	assert_int_equal(coll_fork(3, shm_env, copy_formula, NULL, 120), 0);
+}
+
+static void socket_host_staging(void **state)
+{
+	struct expect e = {.device_staging = false};
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(2, sock_env, sweep, &e, 240), 0);
+	assert_int_equal(coll_fork(3, sock_env, sweep, &e, 240), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(shm_device_resident, setup, teardown),
+		cmocka_unit_test_setup_teardown(shm_device_work_pending, setup, teardown),
+		cmocka_unit_test_setup_teardown(shm_copies_not_redone, setup, teardown),
+		cmocka_unit_test_setup_teardown(socket_host_staging, setup, teardown),
+	};
+	int rc;
+
+	rw_test_log_install();
+	/* in the parent, before the ranks fork: their transports see a GPU */
+	rc = rw_gpu_emu_enable(1, 0);
+	emu_on = rc == 0;
+	if (!emu_on)
+		fprintf(stderr, "no emulated GPU (%s): the device tests skip\n", strerror(-rc));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
