@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "coll/bootstrap.h"
+#include "coll/place.h"
 #include "coll/rw_coll.h"
 #include "common/rw_log.h"
 #include "include/ringway.h"
@@ -18,10 +19,18 @@
 
 #define NAME_BYTES 64
 
-/* What each rank contributes at the rendezvous. */
+/* What each rank contributes at the rendezvous: this, then a world_chan
+ * per channel. */
 struct world_blob {
 	char handle[RW_NET_HANDLE_MAXSIZE];
 	char name[NAME_BYTES]; /* "host pid 123", for messages */
+	struct rw_topo_place_rank place;
+	int32_t by_topo, nchannels;
+};
+
+struct world_chan {
+	char handle[RW_NET_HANDLE_MAXSIZE]; /* the listener of the channel's device */
+	struct rw_topo_place_chan place;
 };
 
 struct rw_comm {
@@ -29,11 +38,27 @@ struct rw_comm {
 	struct rw_net *net;
 	struct rw_bootstrap *boot;
 	struct rw_coll_comm *coll;
+	struct rw_topo_place place;
+};
+
+/* This rank's listeners: the comm's (device 0) and one per other device
+ * a channel uses. */
+struct world_listens {
+	struct rw_net_listen *main;
+	int n;
+	int dev[RW_TOPO_MAX_CHANNELS];
+	struct rw_net_listen *l[RW_TOPO_MAX_CHANNELS];
+	char handle[RW_TOPO_MAX_CHANNELS][RW_NET_HANDLE_MAXSIZE];
 };
 
 struct rw_coll_comm *rw_world_coll(struct rw_comm *w)
 {
 	return w->coll;
+}
+
+const struct rw_topo_place *rw_world_place(const struct rw_comm *w)
+{
+	return &w->place;
 }
 
 int rw_world_default_root(const struct rw_config *cfg, char *buf, size_t len)
@@ -201,53 +226,167 @@ int rw_world_get_config(const struct rw_comm *w, rw_config_t *out)
 	return 0;
 }
 
-static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct rw_net_listen *listen,
-		    const struct world_blob *mine)
+static size_t blob_bytes(int nch)
 {
-	struct world_blob *all;
-	const void **handles;
+	return sizeof(struct world_blob) + (size_t)nch * sizeof(struct world_chan);
+}
+
+static struct world_chan *blob_chan(void *blob, int nch, int r, int c)
+{
+	return (struct world_chan *)((char *)blob + (size_t)r * blob_bytes(nch) +
+				     sizeof(struct world_blob)) +
+	       c;
+}
+
+/* Listen on the device of each channel (device 0: the comm's listener) and
+ * put the handles into this rank's channels.  A device that cannot listen
+ * falls back to device 0, and its channels say so. */
+static int listen_channels(struct rw_comm *w, struct world_listens *ls, const char *main_handle,
+			   void *mine, int nch)
+{
+	for (int c = 0; c < nch; c++) {
+		struct world_chan *wc = blob_chan(mine, nch, 0, c);
+		int k = 0, rc;
+
+		memcpy(wc->handle, main_handle, RW_NET_HANDLE_MAXSIZE);
+		if (wc->place.dev == 0 || !ls->main)
+			continue;
+		while (k < ls->n && ls->dev[k] != wc->place.dev)
+			k++;
+		if (k == ls->n) {
+			rc = rw_net_listen(w->net, wc->place.dev, ls->handle[k], &ls->l[k]);
+			if (rc == -ENOMEM)
+				return rc;
+			if (rc) {
+				size_t off = strlen(wc->place.reason);
+
+				RW_WARN(RW_LOG_INIT,
+					"place: listen on net dev %d (%s): %s; dev 0 used",
+					(int)wc->place.dev, wc->place.devname, strerror(-rc));
+				snprintf(wc->place.reason + off, sizeof(wc->place.reason) - off,
+					 "; listen on dev %d failed, using dev 0",
+					 (int)wc->place.dev);
+				wc->place.dev = 0;
+				continue;
+			}
+			ls->dev[ls->n++] = wc->place.dev;
+		}
+		memcpy(wc->handle, ls->handle[k], RW_NET_HANDLE_MAXSIZE);
+	}
+	return 0;
+}
+
+static void listens_close(struct world_listens *ls)
+{
+	for (int k = 0; k < ls->n; k++)
+		rw_net_close_listen(ls->l[k]);
+	ls->n = 0;
+}
+
+static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct world_listens *ls,
+		    void *mine, int nch)
+{
+	size_t bytes = blob_bytes(nch);
+	struct rw_topo_place *p = &w->place;
+	char *all;
+	const void **handles, **chan_handles;
 	const char **names;
+	struct rw_net_listen **chan_listen;
+	int *chan_dev;
+	bool by_topo = true;
 	struct rw_coll_comm_args ca = {
 		.net = w->net,
 		.dev = 0,
 		.nranks = a->nranks,
 		.rank = a->rank,
-		.listen = listen,
+		.listen = ls->main,
 		.cfg = &w->cfg,
 	};
 	int rc = -ENOMEM;
 
-	all = calloc((size_t)a->nranks, sizeof(*all));
+	all = calloc((size_t)a->nranks, bytes);
 	handles = calloc((size_t)a->nranks, sizeof(*handles));
 	names = calloc((size_t)a->nranks, sizeof(*names));
-	if (!all || !handles || !names)
+	chan_handles = calloc((size_t)a->nranks * (size_t)nch, sizeof(*chan_handles));
+	chan_listen = calloc((size_t)nch, sizeof(*chan_listen));
+	chan_dev = calloc((size_t)nch, sizeof(*chan_dev));
+	if (!all || !handles || !names || !chan_handles || !chan_listen || !chan_dev)
 		goto out_free;
-	rc = rw_bootstrap_allgather(w->boot, mine, all, sizeof(*all));
+	rc = rw_bootstrap_allgather(w->boot, mine, all, bytes);
 	if (rc)
 		goto out_free;
 	for (int r = 0; r < a->nranks; r++) {
-		all[r].name[NAME_BYTES - 1] = '\0';
-		handles[r] = all[r].handle;
-		names[r] = all[r].name;
+		struct world_blob *b = (struct world_blob *)(all + (size_t)r * bytes);
+
+		if (b->nchannels != nch) {
+			RW_WARN(RW_LOG_INIT,
+				"rank %d: rank %d runs %d channel(s), this rank %d: every rank "
+				"must set the same RINGWAY_NCHANNELS",
+				a->rank, r, (int)b->nchannels, nch);
+			rc = -EINVAL;
+			goto out_free;
+		}
+		by_topo &= b->by_topo != 0;
+	}
+	rc = rw_topo_place_alloc(p, a->nranks, nch, by_topo);
+	if (rc)
+		goto out_free;
+	for (int r = 0; r < a->nranks; r++) {
+		struct world_blob *b = (struct world_blob *)(all + (size_t)r * bytes);
+
+		b->name[NAME_BYTES - 1] = '\0';
+		b->place.hostname[sizeof(b->place.hostname) - 1] = '\0';
+		b->place.gpu[sizeof(b->place.gpu) - 1] = '\0';
+		handles[r] = b->handle;
+		names[r] = b->name;
+		p->rank[r] = b->place;
+		for (int c = 0; c < nch; c++) {
+			struct world_chan *wc = blob_chan(all, nch, r, c);
+			struct rw_topo_place_chan *pc = rw_topo_place_chan_of(p, r, c);
+
+			*pc = wc->place;
+			pc->nic[sizeof(pc->nic) - 1] = '\0';
+			pc->devname[sizeof(pc->devname) - 1] = '\0';
+			pc->reason[sizeof(pc->reason) - 1] = '\0';
+			chan_handles[(size_t)r * (size_t)nch + (size_t)c] = wc->handle;
+		}
+	}
+	rw_topo_place_ring(p);
+	rw_place_log(p, a->rank);
+	for (int c = 0; c < nch; c++) {
+		int k = 0;
+
+		chan_dev[c] = rw_topo_place_chan_of(p, a->rank, c)->dev;
+		while (k < ls->n && ls->dev[k] != chan_dev[c])
+			k++;
+		chan_listen[c] = k < ls->n ? ls->l[k] : ls->main;
 	}
 	ca.handles = handles;
 	ca.peer_names = names;
+	ca.order = p->order;
+	ca.chan_dev = chan_dev;
+	ca.chan_handles = chan_handles;
+	ca.chan_listen = chan_listen;
 	rc = rw_coll_comm_create(&ca, &w->coll);
 
 out_free:
 	free(all);
 	free(handles);
 	free(names);
+	free(chan_handles);
+	free(chan_listen);
+	free(chan_dev);
 	return rc;
 }
 
 int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 {
-	struct world_blob mine = {0};
-	struct rw_net_listen *listen = NULL;
+	struct rw_topo_place_chan chans[RW_TOPO_MAX_CHANNELS];
+	struct world_listens ls = {0};
+	struct world_blob *mine = NULL;
 	struct rw_comm *w;
 	char host[48] = "?";
-	int listen_fd = a ? a->listen_fd : -1, rc;
+	int listen_fd = a ? a->listen_fd : -1, nch, rc;
 
 	if (!a || !out || a->nranks < 1 || a->nranks > RW_MAX_RANKS || a->rank < 0 ||
 	    a->rank >= a->nranks) {
@@ -272,27 +411,49 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 	rc = rw_net_create(&w->cfg, &w->net);
 	if (rc)
 		goto err_boot;
+	nch = (int)RW_MIN(w->cfg.nchannels, (int64_t)RW_TOPO_MAX_CHANNELS);
+	w->cfg.nchannels = nch; /* the registry's bound is the same */
+	mine = calloc(1, blob_bytes(nch));
+	if (!mine) {
+		rc = -ENOMEM;
+		goto err_net;
+	}
+	mine->by_topo = rw_place_by_topo(&w->cfg);
+	mine->nchannels = nch;
+	rc = rw_place_local(&w->cfg, w->net, mine->by_topo, nch, &mine->place, chans);
+	if (rc)
+		goto err_net;
+	for (int c = 0; c < nch; c++)
+		blob_chan(mine, nch, 0, c)->place = chans[c];
 	if (a->nranks > 1) {
-		rc = rw_net_listen(w->net, 0, mine.handle, &listen);
+		rc = rw_net_listen(w->net, 0, mine->handle, &ls.main);
 		if (rc)
 			goto err_net;
+		rc = listen_channels(w, &ls, mine->handle, mine, nch);
+		if (rc)
+			goto err_listen;
 	}
 	gethostname(host, sizeof(host) - 1);
-	snprintf(mine.name, sizeof(mine.name), "%s pid %d", host, (int)getpid());
-	rc = exchange(w, a, listen, &mine);
-	if (listen)
-		rw_net_close_listen(listen); /* every link is up, or none will be */
+	snprintf(mine->name, sizeof(mine->name), "%s pid %d", host, (int)getpid());
+	rc = exchange(w, a, &ls, mine, nch);
+err_listen:
+	listens_close(&ls);
+	if (ls.main)
+		rw_net_close_listen(ls.main); /* every link is up, or none will be */
 	if (rc)
 		goto err_net;
 	rc = rw_bootstrap_barrier(w->boot);
 	if (rc)
 		goto err_coll;
+	free(mine);
 	*out = w;
 	return 0;
 
 err_coll:
 	rw_coll_comm_destroy(w->coll);
 err_net:
+	free(mine);
+	rw_topo_place_free(&w->place);
 	rw_net_destroy(w->net);
 err_boot:
 	rw_bootstrap_destroy(w->boot);
@@ -311,6 +472,7 @@ int rw_world_destroy(struct rw_comm *w)
 	if (!rw_coll_comm_error(w->coll))
 		rc = rw_bootstrap_barrier(w->boot);
 	rw_coll_comm_destroy(w->coll);
+	rw_topo_place_free(&w->place);
 	rw_net_destroy(w->net);
 	rw_bootstrap_destroy(w->boot);
 	memset(w->cfg.secret, 0, sizeof(w->cfg.secret));

@@ -47,6 +47,12 @@ int rw_world_destroy(struct rw_comm *w);
 /** The engine comm of w. */
 struct rw_coll_comm *rw_world_coll(struct rw_comm *w);
 
+struct rw_topo_place;
+
+/** Where w's ranks stand round the ring and each channel's NIC
+ *  (topo/rw_topo_place.h), as every rank computed it at creation. */
+const struct rw_topo_place *rw_world_place(const struct rw_comm *w);
+
 /**
  * The rendezvous rw_comm_init(NULL) uses: RINGWAY_ROOT, else MASTER_ADDR
  * and MASTER_PORT + 1 (torchrun's own store listens on MASTER_PORT itself).

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Placement of a job's ranks from what each said (rw_topo_place.h). */
+#include "topo/rw_topo_place.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int rw_topo_place_alloc(struct rw_topo_place *p, int nranks, int nchannels, bool by_topo)
+{
+	memset(p, 0, sizeof(*p));
+	if (nranks < 1 || nchannels < 1)
+		return -EINVAL;
+	p->nranks = nranks;
+	p->nchannels = nchannels;
+	p->by_topo = by_topo;
+	p->order = calloc((size_t)nranks, sizeof(int));
+	p->pos = calloc((size_t)nranks, sizeof(int));
+	p->host_of = calloc((size_t)nranks, sizeof(int));
+	p->rank = calloc((size_t)nranks, sizeof(*p->rank));
+	p->chan = calloc((size_t)nranks * (size_t)nchannels, sizeof(*p->chan));
+	if (!p->order || !p->pos || !p->host_of || !p->rank || !p->chan) {
+		rw_topo_place_free(p);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void rw_topo_place_free(struct rw_topo_place *p)
+{
+	if (!p)
+		return;
+	free(p->order);
+	free(p->pos);
+	free(p->host_of);
+	free(p->rank);
+	free(p->chan);
+	memset(p, 0, sizeof(*p));
+}
+
+static const struct rw_topo_place *sort_place; /* qsort has no argument */
+
+/* Hosts by their index, then the host's ring, then rank. */
+static int cmp_rank(const void *pa, const void *pb)
+{
+	const struct rw_topo_place *p = sort_place;
+	int a = *(const int *)pa, b = *(const int *)pb;
+	int ka = p->rank[a].ring_rank, kb = p->rank[b].ring_rank;
+
+	if (p->host_of[a] != p->host_of[b])
+		return p->host_of[a] - p->host_of[b];
+	/* ranks without GPU after those with one */
+	if (ka != kb)
+		return ka < 0 ? 1 : kb < 0 ? -1 : ka - kb;
+	return a - b;
+}
+
+void rw_topo_place_ring(struct rw_topo_place *p)
+{
+	int n = p->nranks;
+
+	p->nhosts = 0;
+	for (int r = 0; r < n; r++) {
+		p->host_of[r] = -1;
+		for (int q = 0; q < r && p->host_of[r] < 0; q++)
+			if (p->rank[q].host == p->rank[r].host)
+				p->host_of[r] = p->host_of[q];
+		if (p->host_of[r] < 0)
+			p->host_of[r] = p->nhosts++;
+	}
+	for (int r = 0; r < n; r++)
+		p->order[r] = r;
+	if (p->by_topo) {
+		/* not reentrant: placement runs once per comm, under its creation */
+		sort_place = p;
+		qsort(p->order, (size_t)n, sizeof(int), cmp_rank);
+		sort_place = NULL;
+	}
+	for (int i = 0; i < n; i++)
+		p->pos[p->order[i]] = i;
+}
+
+int rw_topo_place_crossings(const struct rw_topo_place *p)
+{
+	int k = 0;
+
+	for (int i = 0; i < p->nranks; i++)
+		k += p->host_of[p->order[i]] != p->host_of[p->order[(i + 1) % p->nranks]];
+	return k;
+}
+
+const char *rw_topo_place_line_rank(const struct rw_topo_place *p, int rank, char *buf, size_t len)
+{
+	const struct rw_topo_place_rank *r = &p->rank[rank];
+
+	snprintf(buf, len, "place: rank %d of %d: host %d of %d (%.64s), GPU %s, ring position %d",
+		 rank, p->nranks, p->host_of[rank], p->nhosts, r->hostname,
+		 r->gpu[0] ? r->gpu : "none", p->pos[rank]);
+	return buf;
+}
+
+const char *rw_topo_place_line_ring(const struct rw_topo_place *p, int ch, char *buf, size_t len)
+{
+	size_t off;
+	int n;
+
+	n = snprintf(buf, len, "place: channel %d ring", ch);
+	off = n < 0 ? 0 : (size_t)n;
+	for (int i = 0; i < p->nranks && off < len; i++) {
+		n = snprintf(buf + off, len - off, " %d", p->order[i]);
+		off += n < 0 ? 0 : (size_t)n;
+	}
+	if (off < len)
+		snprintf(buf + off, len - off, " (%d host crossings)", rw_topo_place_crossings(p));
+	return buf;
+}
+
+const char *rw_topo_place_line_hop(const struct rw_topo_place *p, int ch, int rank, char *buf,
+				   size_t len)
+{
+	const struct rw_topo_place_chan *c = rw_topo_place_chan_of(p, rank, ch);
+	int next = p->order[(p->pos[rank] + 1) % p->nranks];
+
+	snprintf(buf, len, "place: channel %d rank %d -> rank %d over NIC %s (net dev %d %s): %s",
+		 ch, rank, next, c->nic[0] ? c->nic : "none", (int)c->dev,
+		 c->devname[0] ? c->devname : "?", c->reason);
+	return buf;
+}
+
+int rw_topo_place_write(const struct rw_topo_place *p, const char *prefix, FILE *f)
+{
+	char line[RW_TOPO_REASON_MAX + 256];
+	size_t ringlen = 64 + (size_t)p->nranks * 8;
+	char *ring = malloc(ringlen);
+	int rc = 0;
+
+	if (!ring)
+		return -ENOMEM;
+	for (int r = 0; r < p->nranks; r++)
+		fprintf(f, "%s%s\n", prefix, rw_topo_place_line_rank(p, r, line, sizeof(line)));
+	for (int c = 0; c < p->nchannels; c++) {
+		fprintf(f, "%s%s\n", prefix, rw_topo_place_line_ring(p, c, ring, ringlen));
+		for (int i = 0; i < p->nranks; i++)
+			fprintf(f, "%s%s\n", prefix,
+				rw_topo_place_line_hop(p, c, p->order[i], line, sizeof(line)));
+	}
+	free(ring);
+	if (fflush(f) || ferror(f))
+		rc = -EIO;
+	return rc;
+}
