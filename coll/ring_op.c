@@ -116,12 +116,19 @@ static int ring_init(struct rw_coll_req *r)
 		.seg_count = r->a.seg_count,
 	};
 	struct ring_state *st;
+	size_t *ring_seg = NULL;
 	int rc;
 
+	rc = rw_coll_ring_args(r, &pa, &ring_seg); /* ring positions (placement) */
+	if (rc)
+		return rc;
 	st = calloc(1, sizeof(*st) + (size_t)c->nchannels * sizeof(st->ch[0]));
-	if (!st)
+	if (!st) {
+		free(ring_seg);
 		return -ENOMEM;
+	}
 	rc = rw_ring_plan_init(&st->plan, &pa);
+	free(ring_seg);
 	if (rc) {
 		free(st);
 		return rc;
