@@ -11,6 +11,14 @@
 #   - auto's connection lines: shm only to a rank of the same host, socket
 #     only to an address of another host, and both kinds seen where a ring
 #     must have both;
+#   - placement (the "place:" INFO lines): the ring is one order of all
+#     ranks in which each host's ranks are adjacent (it crosses between
+#     hosts once per host), each rank's host and hostname are its own, and
+#     every hop between hosts goes over the NIC ringway-topo names for the
+#     rank's GPU on the fixture, or one as near of the same kind with
+#     "spread" in its reason, through the rw_net device of that NIC's
+#     netdev, channels spread over every equally near NIC; with
+#     RINGWAY_PLACEMENT=rank the ring is rank order;
 #   - no WARN from any rank;
 #   - with mh_collnet and the plugin given: CollNet (v12) over the same
 #     hosts, iallreduce/iallgather/ireducescatter exact on every rank.
@@ -18,15 +26,16 @@
 # no veth).  Bounded: every rank runs under timeout(1) and
 # RINGWAY_TIMEOUT_MS; nothing is timed.
 #
-#   tests/multihost/multihost.sh <ringway-perf> <fixtures dir> [work dir
-#                                [<mh_collnet> <libnccl-net-ringway.so>]]
+#   tests/multihost/multihost.sh <ringway-perf> <ringway-topo> <fixtures dir>
+#                                <work dir> [<mh_collnet> <libnccl-net-ringway.so>]
 set -uo pipefail
 
 perf=$1
-fixtures=$2
-work=${3:-$(mktemp -d)}
-collnet=${4:-}
-plugin=${5:-}
+topo=$2
+fixtures=$3
+work=$4
+collnet=${5:-}
+plugin=${6:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=hosts.sh
 source "$here/hosts.sh"
@@ -42,7 +51,9 @@ if [[ -n $why ]]; then
 	echo "multihost: SKIP: $why"
 	exit 77
 fi
-[[ -x $perf ]] || { echo "multihost: $perf is not built" >&2; exit 1; }
+for tool in "$perf" "$topo"; do
+	[[ -x $tool ]] || { echo "multihost: $tool is not built" >&2; exit 1; }
+done
 mkdir -p "$work"
 mh_reap_stale "$base"
 trap mh_teardown EXIT
@@ -183,9 +194,9 @@ check_transports() {
 	echo "multihost: $name: $nshm shm and $nsock socket connection(s), each to the right kind of peer"
 }
 
-# check_ring NAME NHOSTS: the ring (each rank's "next rank" INFO line)
-# visits every rank once and crosses between hosts exactly NHOSTS times
-# (once per host: its ranks are adjacent).
+# check_ring NAME CROSSINGS: the ring (each rank's "next rank" INFO line)
+# visits every rank once and crosses between hosts CROSSINGS times (the
+# number of hosts when each host's ranks are adjacent).
 check_ring() {
 	local name=$1 nhosts=$2 dir=$work/$1 n r next cross=0 seen=0 ring=""
 	local -a nxt=() host=()
@@ -211,6 +222,165 @@ check_ring() {
 	echo "multihost: $name: ring$ring, $cross host crossings"
 }
 
+# What ringway-topo says of FIXTURE, one fact a line:
+#   nic NAME NETDEV KIND | gpu BUSID INDEX | path GPUINDEX NICNAME TYPE |
+#   pick BUSID NIC WORDS (its "GPU -> NIC" line up to the path's ")")
+topo_facts() {
+	RINGWAY_TOPO_XML=$1 "$topo" | awk '
+		/^NICs:/ { nics = 1 }
+		/^paths/ { nics = 0 }
+		nics && $1 == "NIC" {
+			nd = $3; for (i = 4; i < NF; i++) if ($i == "netdev") nd = $(i + 1)
+			nic[$2] = $3; print "nic", $3, nd, $5 }
+		/^  GPU [0-9]+ / { print "gpu", $3, $2 }
+		/^ +GPU0 / { for (i = 1; i <= NF; i++) col[i] = $i; next }
+		/^GPU[0-9]+ / { g = substr($1, 4)
+			for (i = 2; i <= NF; i++) if (col[i - 1] ~ /^NIC/)
+				print "path", g, nic[substr(col[i - 1], 4)], $i }
+		/→/ { w = $0; sub(/^.*→ [^ ]*: /, "", w); w = substr(w, 1, index(w, ")"))
+			n = $4; sub(/:$/, "", n); print "pick", $2, n, w }'
+}
+
+# check_place NAME NHOSTS FIXTURE [rank]: the "place:" lines of every rank
+# against where the ranks run and what ringway-topo says of FIXTURE.
+check_place() {
+	local name=$1 nhosts=$2 fixture=$3 mode=${4:-topo} dir=$work/$1
+	local n r h line ring="" ring0="" nch=0 c p cross g bus nic netdev k before=$failures
+	local -A f_netdev=() f_kind=() f_gpu=() f_path=() f_pick=() f_words=()
+	local -A ghost=() hostg=() gpu_of=() nics_of=() near_of=()
+	local -a host=() pos=() ringv=()
+	local k a b c2 rest
+	while read -r k a b c2 rest; do
+		case $k in
+		nic) f_netdev[$a]=$b f_kind[$a]=$c2 ;;
+		gpu) f_gpu[$a]=$b ;;
+		path) f_path[$a.$b]=$c2 ;;
+		pick) f_pick[$a]=$b f_words[$a]="$c2 $rest" ;;
+		esac
+	done < <(topo_facts "$fixtures/$fixture")
+	n=$(cat "$dir/nranks")
+	for ((r = 0; r < n; r++)); do
+		host[r]=$(cat "$dir/r$r.host")
+	done
+	for ((r = 0; r < n; r++)); do
+		line=$(grep -o "place: rank $r of $n: .*" "$dir/r$r.err" | head -n 1)
+		if [[ ! $line =~ host\ ([0-9]+)\ of\ ([0-9]+)\ \(([^\)]*)\),\ GPU\ ([^,]*),\ ring\ position\ ([0-9]+) ]]; then
+			fail "$name: rank $r: no 'place: rank $r of $n: host .. of .. (..), GPU .., ring position ..' line"
+			return
+		fi
+		[[ ${BASH_REMATCH[2]} == "$nhosts" ]] ||
+			fail "$name: rank $r counts ${BASH_REMATCH[2]} hosts, not $nhosts"
+		[[ ${BASH_REMATCH[3]} == "host${host[r]}" ]] ||
+			fail "$name: rank $r runs on host${host[r]} but says (${BASH_REMATCH[3]})"
+		g=${BASH_REMATCH[1]}
+		# its host number names one namespace, and one namespace one number
+		[[ -z ${ghost[$g]:-} || ${ghost[$g]} == "${host[r]}" ]] ||
+			fail "$name: host $g holds ranks of host${ghost[$g]} and host${host[r]}"
+		[[ -z ${hostg[${host[r]}]:-} || ${hostg[${host[r]}]} == "$g" ]] ||
+			fail "$name: host${host[r]}'s ranks call their host ${hostg[${host[r]}]} and $g"
+		ghost[$g]=${host[r]} hostg[${host[r]}]=$g
+		gpu_of[$r]=${BASH_REMATCH[4]}
+		pos[r]=${BASH_REMATCH[5]}
+	done
+	# one ring order, the same on every rank and every channel
+	local -A logged=()
+	while IFS= read -r line; do
+		[[ $line =~ place:\ channel\ ([0-9]+)\ ring\ ([0-9\ ]+)\ \(([0-9]+)\ host\ crossings\) ]] ||
+			continue
+		c=${BASH_REMATCH[1]}
+		((c + 1 > nch)) && nch=$((c + 1))
+		ring=${BASH_REMATCH[2]% }
+		logged[${BASH_REMATCH[3]}]=1
+		[[ -z $ring0 ]] && ring0=$ring
+		[[ $ring == "$ring0" ]] || fail "$name: channel $c's ring is '$ring', another's '$ring0'"
+	done < <(cat "$dir"/r*.err)
+	[[ -n $ring0 ]] || { fail "$name: no 'place: channel .. ring ..' line"; return; }
+	read -r -a ringv <<<"$ring0"
+	[[ ${#ringv[@]} == "$n" && $(printf '%s\n' "${ringv[@]}" | sort -n | uniq | wc -l) == "$n" ]] ||
+		fail "$name: the ring '$ring0' is not an order of the $n ranks"
+	cross=0
+	for ((p = 0; p < n; p++)); do
+		r=${ringv[p]}
+		[[ ${pos[r]} == "$p" ]] || fail "$name: rank $r says ring position ${pos[r]}, the ring $p"
+		((host[r] != host[ringv[(p + 1) % n]])) && cross=$((cross + 1))
+	done
+	[[ ${!logged[*]} == "$cross" ]] ||
+		fail "$name: the ring '$ring0' crosses $cross times, the lines say (${!logged[*]} host crossings)"
+	if [[ $mode == rank ]]; then
+		[[ $ring0 == "$(seq -s ' ' 0 $((n - 1)))" ]] ||
+			fail "$name: RINGWAY_PLACEMENT=rank, but the ring is '$ring0'"
+	else
+		((cross == (nhosts > 1 ? nhosts : 0))) ||
+			fail "$name: the ring '$ring0' crosses between hosts $cross times (hosts ${host[*]})"
+	fi
+	# every rank's send of every channel
+	local -A next_of=()
+	for ((p = 0; p < n; p++)); do next_of[${ringv[p]}]=${ringv[(p + 1) % n]}; done
+	for ((r = 0; r < n; r++)); do
+		local seen=0 nexth
+		while IFS= read -r line; do
+			[[ $line =~ place:\ channel\ ([0-9]+)\ rank\ $r\ -\>\ rank\ ([0-9]+)\ over\ NIC\ ([^ ]+)\ \(net\ dev\ ([0-9]+)\ ([^\)]*)\):\ (.*) ]] ||
+				continue
+			seen=$((seen + 1))
+			c=${BASH_REMATCH[1]} nic=${BASH_REMATCH[3]} netdev=${BASH_REMATCH[5]}
+			local why=${BASH_REMATCH[6]}
+			[[ ${BASH_REMATCH[2]} == "${next_of[$r]}" ]] ||
+				fail "$name: channel $c: rank $r sends to ${BASH_REMATCH[2]}, its next is ${next_of[$r]}"
+			nexth=${host[${next_of[$r]}]}
+			((nexth == host[r])) && continue # inside a host: shm, whatever the NIC
+			if [[ $mode == rank ]]; then
+				[[ ${BASH_REMATCH[4]} == 0 ]] ||
+					fail "$name: channel $c rank $r: RINGWAY_PLACEMENT=rank, but net dev ${BASH_REMATCH[4]}"
+				continue
+			fi
+			bus=${gpu_of[$r]}
+			g=${f_gpu[$bus]:-}
+			if [[ -z $g || -z ${f_pick[$bus]:-} ]]; then
+				fail "$name: rank $r's GPU '$bus' is not one of $fixture's"
+				continue
+			fi
+			[[ $netdev == "${f_netdev[$nic]:-?}" ]] ||
+				fail "$name: channel $c rank $r: NIC $nic through net dev '$netdev', its netdev is ${f_netdev[$nic]:-unknown}"
+			[[ $why == "${f_words[$bus]}"* ]] ||
+				fail "$name: channel $c rank $r: reason '$why', ringway-topo says '${f_words[$bus]}'"
+			if [[ $nic != "${f_pick[$bus]}" ]]; then
+				[[ ${f_path[$g.$nic]:-} == "${f_path[$g.${f_pick[$bus]}]}" &&
+					${f_kind[$nic]:-} == "${f_kind[${f_pick[$bus]}]}" && $why == *spread* ]] ||
+					fail "$name: channel $c rank $r (GPU $g): NIC $nic (${f_path[$g.$nic]:-?}), ringway-topo names ${f_pick[$bus]} (${f_path[$g.${f_pick[$bus]}]}): $why"
+			fi
+			nics_of[$r]="${nics_of[$r]:-} $nic"
+		done < <(grep -o "place: channel [0-9]* rank $r -> .*" "$dir/r$r.err")
+		((seen == nch)) || fail "$name: rank $r logged $seen hop line(s), $nch channel(s)"
+		# spread: as many NICs as channels, up to the equally near ones of the pick's kind
+		if [[ -n ${nics_of[$r]:-} ]]; then
+			bus=${gpu_of[$r]} g=${f_gpu[${gpu_of[$r]}]}
+			local want=0 used
+			for nic in "${!f_netdev[@]}"; do
+				[[ ${f_path[$g.$nic]:-} == "${f_path[$g.${f_pick[$bus]}]}" &&
+					${f_kind[$nic]} == "${f_kind[${f_pick[$bus]}]}" ]] && want=$((want + 1))
+			done
+			used=$(printf '%s\n' ${nics_of[$r]} | sort -u | wc -l)
+			((want > nch)) && want=$nch
+			((used == want)) ||
+				fail "$name: rank $r's channels use $used NIC(s) (${nics_of[$r]# }), $want are equally near"
+		fi
+	done
+	grep -q '^# ringway-perf' "$dir/r0.out" && ! grep -q '^# place: channel' "$dir/r0.out" &&
+		fail "$name: ringway-perf's rank 0 does not print the placement ('# place: ...')"
+	((failures == before)) &&
+		echo "multihost: $name: placement right: ring $ring0 over hosts ${host[*]}, $cross crossing(s), $nch channel(s), the hops between hosts on the NICs ringway-topo names"
+}
+
+# placement lines are checked where the library prints them (and then
+# the interleaved runs' rings must cross once per host too)
+placement=0
+have_place() {
+	if grep -q 'place: rank' "$work/$1/r0.err"; then
+		placement=1
+	fi
+	((placement))
+}
+
 # rows for sizes 4 .. 4M, x16
 sizes=(-b 4 -e 4M -f 16)
 nrows=6
@@ -222,6 +392,7 @@ for coll in allreduce reduce_scatter allgather broadcast; do
 	check_results "2x2-$coll" "$nrows"
 	check_transports "2x2-$coll" 1
 	check_ring "2x2-$coll" 2
+	have_place "2x2-$coll" && check_place "2x2-$coll" 2 hgx8-2s-4sw.xml
 done
 # every datatype and reduction once, at a size not a multiple of anything
 run 2x2-types 2 hgx8-2s-4sw.xml block -d all -o all -b 100003 -e 100003 -n 1 -w 0 -c 1
@@ -231,22 +402,42 @@ check_transports 2x2-types 1
 	fail "2x2-types: fewer than 20 datatype x reduction rows"
 mh_teardown
 
-# 3 hosts, ranks dealt round-robin, another fixture
+# 3 hosts, ranks dealt round-robin (rank r on host r % 3), another fixture
 mh_setup "$base-$$-b" 3 "ib0 ib1" || { echo "multihost: setting up 3 hosts failed" >&2; exit 1; }
 run 3x2-interleaved 3 gpu4-nic2.xml interleaved --coll allreduce "${sizes[@]}" "${iters[@]}"
 check_results 3x2-interleaved "$nrows"
-check_transports 3x2-interleaved 0
+if have_place 3x2-interleaved; then
+	check_transports 3x2-interleaved 1
+	check_ring 3x2-interleaved 3
+	check_place 3x2-interleaved 3 gpu4-nic2.xml
+	if "$topo" --params | grep -q RINGWAY_PLACEMENT; then
+		# placement off: the ring in rank order crosses at every hop
+		rank_env+=(RINGWAY_PLACEMENT=rank)
+		run 3x2-rankorder 3 gpu4-nic2.xml interleaved --coll allreduce "${sizes[@]}" "${iters[@]}"
+		unset 'rank_env[-1]'
+		check_results 3x2-rankorder "$nrows"
+		check_transports 3x2-rankorder 0
+		check_ring 3x2-rankorder 6
+		check_place 3x2-rankorder 3 gpu4-nic2.xml rank
+	fi
+else
+	check_transports 3x2-interleaved 0
+fi
 if [[ -n $collnet ]]; then
 	run 3x2-collnet 3 gpu4-nic2.xml block collnet
 	check_ranks 3x2-collnet
 	check_transports 3x2-collnet 1
 	[[ $(cat "$work"/3x2-collnet/r*.out | grep -c ' exact$') == 6 ]] ||
 		fail "3x2-collnet: not every rank says its CollNet results are exact"
+	if grep -q 'place: rank' "$work/3x2-collnet/r0.err"; then
+		check_place 3x2-collnet 3 gpu4-nic2.xml
+	fi
 else
 	echo "multihost: CollNet not run (no plugin built)"
 fi
 mh_teardown
 
+((placement)) || echo "multihost: no 'place:' lines (placement not in this build): not checked"
 if ((failures)); then
 	echo "multihost: $failures failure(s); logs in $work" >&2
 	exit 1
