@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "common/rw_log.h"
+#include "gpu/gpu_emu.h"
 
 int rw_cuda_errno(int cuda_err)
 {
@@ -51,6 +52,7 @@ int rw_cuda_errno(int cuda_err)
 
 int rw_cuda_device_count(int *count)
 {
+	RW_EMU_ROUTE(rw_emu_device_count(count));
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 
@@ -66,6 +68,7 @@ int rw_cuda_device_count(int *count)
 
 enum rw_mem_kind rw_cuda_mem_kind(const void *ptr)
 {
+	RW_EMU_ROUTE(rw_emu_mem_kind(ptr));
 	struct cudaPointerAttributes attr;
 
 	if (!ptr || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
@@ -86,6 +89,7 @@ enum rw_mem_kind rw_cuda_mem_kind(const void *ptr)
 
 int rw_cuda_ptr_device(const void *ptr)
 {
+	RW_EMU_ROUTE(rw_emu_ptr_device(ptr));
 	struct cudaPointerAttributes attr;
 
 	if (!ptr || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
@@ -99,6 +103,7 @@ int rw_cuda_ptr_device(const void *ptr)
 
 int rw_cuda_set_device(int dev)
 {
+	RW_EMU_ROUTE(rw_emu_set_device(dev));
 	cudaError_t e = cudaSetDevice(dev);
 
 	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaSetDevice(%d)", dev);
@@ -106,6 +111,7 @@ int rw_cuda_set_device(int dev)
 
 int rw_cuda_get_device(int *dev)
 {
+	RW_EMU_ROUTE(rw_emu_get_device(dev));
 	int d;
 	cudaError_t e = cudaGetDevice(&d);
 
@@ -117,6 +123,7 @@ int rw_cuda_get_device(int *dev)
 
 int rw_cuda_malloc(void **ptr, size_t bytes)
 {
+	RW_EMU_ROUTE(rw_emu_malloc(ptr, bytes));
 	void *p = NULL;
 	cudaError_t e = cudaMalloc(&p, bytes);
 
@@ -128,6 +135,7 @@ int rw_cuda_malloc(void **ptr, size_t bytes)
 
 void rw_cuda_free(void *ptr)
 {
+	RW_EMU_ROUTE_VOID(rw_emu_free(ptr));
 	cudaError_t e;
 
 	if (!ptr)
@@ -139,6 +147,7 @@ void rw_cuda_free(void *ptr)
 
 int rw_cuda_host_alloc(void **ptr, size_t bytes)
 {
+	RW_EMU_ROUTE(rw_emu_host_alloc(ptr, bytes));
 	void *p = NULL;
 	cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
 
@@ -150,6 +159,7 @@ int rw_cuda_host_alloc(void **ptr, size_t bytes)
 
 void rw_cuda_host_free(void *ptr)
 {
+	RW_EMU_ROUTE_VOID(rw_emu_host_free(ptr));
 	cudaError_t e;
 
 	if (!ptr)
@@ -174,6 +184,7 @@ static cudaError_t legacy_stream_done(cudaError_t e)
 
 int rw_cuda_memcpy(void *dst, const void *src, size_t bytes)
 {
+	RW_EMU_ROUTE(rw_emu_memcpy(dst, src, bytes));
 	cudaError_t e = legacy_stream_done(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 
 	return e == cudaSuccess
@@ -183,6 +194,7 @@ int rw_cuda_memcpy(void *dst, const void *src, size_t bytes)
 
 int rw_cuda_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
+	RW_EMU_ROUTE(rw_emu_memcpy_async(dst, src, bytes, stream));
 	cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
 
 	return e == cudaSuccess
@@ -193,6 +205,7 @@ int rw_cuda_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
 
 int rw_cuda_memset(void *dst, int value, size_t bytes)
 {
+	RW_EMU_ROUTE(rw_emu_memset(dst, value, bytes));
 	cudaError_t e = legacy_stream_done(cudaMemset(dst, value, bytes));
 
 	return e == cudaSuccess ? 0
@@ -202,6 +215,7 @@ int rw_cuda_memset(void *dst, int value, size_t bytes)
 
 int rw_cuda_stream_create(void **stream)
 {
+	RW_EMU_ROUTE(rw_emu_stream_create(stream));
 	cudaStream_t s;
 	cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
 
@@ -213,6 +227,7 @@ int rw_cuda_stream_create(void **stream)
 
 void rw_cuda_stream_destroy(void *stream)
 {
+	RW_EMU_ROUTE_VOID(rw_emu_stream_destroy(stream));
 	cudaError_t e;
 
 	if (!stream)
@@ -224,6 +239,7 @@ void rw_cuda_stream_destroy(void *stream)
 
 int rw_cuda_stream_sync(void *stream)
 {
+	RW_EMU_ROUTE(rw_emu_stream_sync(stream));
 	cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
 
 	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaStreamSynchronize(%p)", stream);
@@ -231,6 +247,7 @@ int rw_cuda_stream_sync(void *stream)
 
 int rw_cuda_stream_query(void *stream)
 {
+	RW_EMU_ROUTE(rw_emu_stream_query(stream));
 	cudaError_t e = cudaStreamQuery((cudaStream_t)stream);
 
 	if (e == cudaSuccess)
@@ -244,6 +261,7 @@ int rw_cuda_stream_query(void *stream)
 
 int rw_cuda_launch_host(void *stream, void (*fn)(void *arg), void *arg)
 {
+	RW_EMU_ROUTE(rw_emu_launch_host(stream, fn, arg, false));
 	cudaError_t e = cudaLaunchHostFunc((cudaStream_t)stream, fn, arg);
 
 	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaLaunchHostFunc(stream=%p)", stream);
@@ -251,6 +269,7 @@ int rw_cuda_launch_host(void *stream, void (*fn)(void *arg), void *arg)
 
 int rw_cuda_stream_wait_event(void *stream, void *event)
 {
+	RW_EMU_ROUTE(rw_emu_stream_wait_event(stream, event));
 	cudaError_t e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
 
 	return e == cudaSuccess
@@ -260,6 +279,7 @@ int rw_cuda_stream_wait_event(void *stream, void *event)
 
 int rw_cuda_event_create(void **event)
 {
+	RW_EMU_ROUTE(rw_emu_event_create(event));
 	cudaEvent_t ev;
 	cudaError_t e = cudaEventCreate(&ev);
 
@@ -271,6 +291,7 @@ int rw_cuda_event_create(void **event)
 
 void rw_cuda_event_destroy(void *event)
 {
+	RW_EMU_ROUTE_VOID(rw_emu_event_destroy(event));
 	cudaError_t e;
 
 	if (!event)
@@ -282,6 +303,7 @@ void rw_cuda_event_destroy(void *event)
 
 int rw_cuda_event_record(void *event, void *stream)
 {
+	RW_EMU_ROUTE(rw_emu_event_record(event, stream));
 	cudaError_t e = cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
 
 	return e == cudaSuccess
@@ -291,6 +313,7 @@ int rw_cuda_event_record(void *event, void *stream)
 
 int rw_cuda_event_query(void *event)
 {
+	RW_EMU_ROUTE(rw_emu_event_query(event));
 	cudaError_t e = cudaEventQuery((cudaEvent_t)event);
 
 	if (e == cudaSuccess)
@@ -304,6 +327,7 @@ int rw_cuda_event_query(void *event)
 
 int rw_cuda_event_sync(void *event)
 {
+	RW_EMU_ROUTE(rw_emu_event_sync(event));
 	cudaError_t e = cudaEventSynchronize((cudaEvent_t)event);
 
 	return e == cudaSuccess ? 0 : RW_CUDA_FAIL(e, "cudaEventSynchronize(%p)", event);
@@ -311,6 +335,7 @@ int rw_cuda_event_sync(void *event)
 
 int rw_cuda_event_elapsed_ms(void *start, void *end, float *ms)
 {
+	RW_EMU_ROUTE(rw_emu_event_elapsed_ms(start, end, ms));
 	float t;
 	cudaError_t e = cudaEventElapsedTime(&t, (cudaEvent_t)start, (cudaEvent_t)end);
 

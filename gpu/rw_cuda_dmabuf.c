@@ -8,6 +8,7 @@
 
 #include "common/rw_build.h"
 #include "common/rw_log.h"
+#include "gpu/gpu_emu.h"
 
 #if RW_HAVE_CUDA
 #include <cuda.h>
@@ -38,6 +39,7 @@ static void *driver_fn(const char *name)
 
 int rw_cuda_dmabuf_supported(char *why, size_t why_len)
 {
+	RW_EMU_ROUTE(rw_emu_dmabuf_supported(why, why_len));
 	rw_cu_device_get_fn dev_get;
 	rw_cu_attr_fn attr;
 	int n = 0;
@@ -69,6 +71,7 @@ int rw_cuda_dmabuf_supported(char *why, size_t why_len)
 
 int rw_cuda_dmabuf_fd(const void *ptr, size_t size, int *fd, uint64_t *offset)
 {
+	RW_EMU_ROUTE(rw_emu_dmabuf_fd(ptr, size, fd, offset));
 	rw_cu_get_handle_fn get = (rw_cu_get_handle_fn)driver_fn("cuMemGetHandleForAddressRange");
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)ptr & ~(pg - 1);
@@ -97,12 +100,14 @@ int rw_cuda_dmabuf_fd(const void *ptr, size_t size, int *fd, uint64_t *offset)
 
 int rw_cuda_dmabuf_supported(char *why, size_t why_len)
 {
+	RW_EMU_ROUTE(rw_emu_dmabuf_supported(why, why_len));
 	snprintf(why, why_len, "ringway was built without CUDA");
 	return -ENOTSUP;
 }
 
 int rw_cuda_dmabuf_fd(const void *ptr, size_t size, int *fd, uint64_t *offset)
 {
+	RW_EMU_ROUTE(rw_emu_dmabuf_fd(ptr, size, fd, offset));
 	(void)ptr, (void)size, (void)fd, (void)offset;
 	RW_WARN(RW_LOG_NET, "cuda: dma-buf export needs a build with CUDA (RINGWAY_WITH_CUDA)");
 	return -ENOTSUP;

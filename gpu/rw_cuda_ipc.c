@@ -14,6 +14,7 @@
 
 #include "common/rw_build.h"
 #include "common/rw_log.h"
+#include "gpu/gpu_emu.h"
 
 #if RW_HAVE_CUDA
 
@@ -81,6 +82,7 @@ static int address_range(const void *p, char **base, size_t *size)
 
 int rw_cuda_ipc_export(const void *ptr, size_t size, struct rw_cuda_ipc_handle *h, uint64_t *offset)
 {
+	RW_EMU_ROUTE(rw_emu_ipc_export(ptr, size, h, offset));
 	struct cudaPointerAttributes a;
 	cudaIpcMemHandle_t ih;
 	cudaError_t e;
@@ -113,6 +115,7 @@ int rw_cuda_ipc_export(const void *ptr, size_t size, struct rw_cuda_ipc_handle *
 
 int rw_cuda_ipc_open(const struct rw_cuda_ipc_handle *h, void **base, size_t *size)
 {
+	RW_EMU_ROUTE(rw_emu_ipc_open(h, base, size));
 	cudaIpcMemHandle_t ih;
 	cudaError_t e;
 	void *p = NULL;
@@ -140,6 +143,7 @@ int rw_cuda_ipc_open(const struct rw_cuda_ipc_handle *h, void **base, size_t *si
 
 void rw_cuda_ipc_close(void *base)
 {
+	RW_EMU_ROUTE_VOID(rw_emu_ipc_close(base));
 	cudaError_t e;
 
 	if (!base)
@@ -156,18 +160,21 @@ void rw_cuda_ipc_close(void *base)
 
 int rw_cuda_ipc_export(const void *ptr, size_t size, struct rw_cuda_ipc_handle *h, uint64_t *offset)
 {
+	RW_EMU_ROUTE(rw_emu_ipc_export(ptr, size, h, offset));
 	(void)ptr, (void)size, (void)h, (void)offset;
 	return -ENOTSUP;
 }
 
 int rw_cuda_ipc_open(const struct rw_cuda_ipc_handle *h, void **base, size_t *size)
 {
+	RW_EMU_ROUTE(rw_emu_ipc_open(h, base, size));
 	(void)h, (void)base, (void)size;
 	return -ENOTSUP;
 }
 
 void rw_cuda_ipc_close(void *base)
 {
+	RW_EMU_ROUTE_VOID(rw_emu_ipc_close(base));
 	(void)base;
 }
 

@@ -104,6 +104,13 @@ void rw_gpu_emu_stats(struct rw_gpu_emu_stats *out);
  */
 void *rw_gpu_emu_access(const void *ptr, size_t len);
 
+/**
+ * rw_cuda_launch_host() for a function that stands in for a kernel (the
+ * kernels/ _dev reductions): the same, counted as a kernel.  -ENOTSUP when
+ * the emulator is off.
+ */
+int rw_gpu_emu_launch_kernel(void *stream, void (*fn)(void *arg), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -16,6 +17,8 @@
 
 #include "common/rw_common.h"
 #include "common/rw_log.h"
+#include "gpu/rw_cuda.h"
+#include "gpu/rw_gpu_emu.h"
 #include "kernels/reduce_internal.h"
 
 /* k-source folds go through an accumulator tile that stays in L1. */
@@ -339,6 +342,64 @@ int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype, unsi
 
 /* ---- device ---------------------------------------------------------------- */
 
+/*
+ * Under the host-emulated GPU (gpu/rw_gpu_emu.h) a device fold is the host
+ * fold, run by the stream's thread in stream order, on the emulator's view
+ * of the buffers.  As on a GPU, every buffer must be device, managed or
+ * pinned memory: pageable host memory given to a kernel is refused.
+ */
+struct rw_emu_fold {
+	struct rw_dev_fold f;
+	enum rw_dtype dtype;
+	enum rw_op op;
+};
+
+static void rw_emu_fold_run(void *arg)
+{
+	struct rw_emu_fold *e = arg;
+
+	rw_fold_host(e->f.dst, e->f.srcs, e->f.nsrcs, e->f.count, e->dtype, e->op, e->f.nranks);
+	free(e);
+}
+
+static int rw_emu_buf(const char *who, const char *what, const void *p, size_t bytes, void **at)
+{
+	if (rw_cuda_mem_kind(p) == RW_MEM_HOST) {
+		RW_WARN(RW_LOG_COLL,
+			"%s(%s=%p, %zu bytes): host memory given to a device reduction", who, what,
+			p, bytes);
+		return -EFAULT;
+	}
+	*at = rw_gpu_emu_access(p, bytes);
+	return *at ? 0 : -EFAULT;
+}
+
+static int rw_fold_emu(const char *who, const struct rw_dev_fold *f, enum rw_dtype dtype,
+		       enum rw_op op, void *stream)
+{
+	size_t bytes = f->count * rw_dtypes[dtype].size;
+	struct rw_emu_fold *e;
+	void *at;
+	int err;
+
+	if (f->count == 0)
+		return 0;
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	*e = (struct rw_emu_fold){.f = *f, .dtype = dtype, .op = op};
+	err = rw_emu_buf(who, "dst", f->dst, bytes, &e->f.dst);
+	for (unsigned int i = 0; !err && i < f->nsrcs; i++) {
+		err = rw_emu_buf(who, "src", f->srcs[i], bytes, &at);
+		e->f.srcs[i] = at;
+	}
+	if (!err)
+		err = rw_gpu_emu_launch_kernel(stream, rw_emu_fold_run, e);
+	if (err)
+		free(e);
+	return err;
+}
+
 static int rw_fold_dev(const char *who, void *dst, const void *const *srcs, unsigned int nsrcs,
 		       size_t count, enum rw_dtype dtype, enum rw_op op, unsigned int nranks,
 		       void *stream)
@@ -351,7 +412,11 @@ static int rw_fold_dev(const char *who, void *dst, const void *const *srcs, unsi
 	if (err)
 		return err;
 	memcpy(f.srcs, srcs, nsrcs * sizeof(*srcs));
-	return rw_cuda_fold(&f, dtype, op == RW_OP_AVG ? RW_OP_SUM : op, stream);
+	if (op == RW_OP_AVG)
+		op = RW_OP_SUM;
+	if (rw_gpu_emu_enabled())
+		return rw_fold_emu(who, &f, dtype, op, stream);
+	return rw_cuda_fold(&f, dtype, op, stream);
 }
 
 int rw_reduce_dev(void *dst, const void *a, const void *b, size_t count, enum rw_dtype dtype,
