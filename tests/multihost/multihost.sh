@@ -247,7 +247,7 @@ check_place() {
 	local name=$1 nhosts=$2 fixture=$3 mode=${4:-topo} dir=$work/$1
 	local n r h line ring="" ring0="" nch=0 c p cross g bus nic netdev k before=$failures
 	local -A f_netdev=() f_kind=() f_gpu=() f_path=() f_pick=() f_words=()
-	local -A ghost=() hostg=() gpu_of=() nics_of=() near_of=()
+	local -A ghost=() hostg=() gpu_of=() nics_of=() used_dev=()
 	local -a host=() pos=() ringv=()
 	local k a b c2 rest
 	while read -r k a b c2 rest; do
@@ -328,6 +328,7 @@ check_place() {
 				fail "$name: channel $c: rank $r sends to ${BASH_REMATCH[2]}, its next is ${next_of[$r]}"
 			nexth=${host[${next_of[$r]}]}
 			((nexth == host[r])) && continue # inside a host: shm, whatever the NIC
+			used_dev[$netdev]=1
 			if [[ $mode == rank ]]; then
 				[[ ${BASH_REMATCH[4]} == 0 ]] ||
 					fail "$name: channel $c rank $r: RINGWAY_PLACEMENT=rank, but net dev ${BASH_REMATCH[4]}"
@@ -365,21 +366,33 @@ check_place() {
 				fail "$name: rank $r's channels use $used NIC(s) (${nics_of[$r]# }), $want are equally near"
 		fi
 	done
-	grep -q '^# ringway-perf' "$dir/r0.out" && ! grep -q '^# place: channel' "$dir/r0.out" &&
-		fail "$name: ringway-perf's rank 0 does not print the placement ('# place: ...')"
+	if grep -q '^# ringway-perf' "$dir/r0.out" && ! grep -q '^# place: channel' "$dir/r0.out"; then
+		# TODO(H): a failure once G's ringway-perf prints it (agreed, not landed yet)
+		echo "multihost: $name: note: ringway-perf's rank 0 does not print the placement ('# place: ...')"
+	fi
+	# the bytes went where the lines say: every NIC a hop between hosts
+	# names moved data, the others next to nothing (neighbour discovery)
+	local moved
+	for nic in "${mh_nics[@]}"; do
+		moved=$(awk -v d="$nic" '$2 == d { s += $3 } END { print s + 0 }' "$dir/bytes")
+		if [[ -n ${used_dev[$nic]:-} ]]; then
+			((moved >= 1 << 20)) || fail "$name: $nic carries hops between hosts but moved $moved bytes"
+		else
+			((moved < 64 << 10)) || fail "$name: no hop between hosts is on $nic, yet it moved $moved bytes"
+		fi
+	done
+	local how="the hops between hosts on the NICs ringway-topo names"
+	[[ $mode == rank ]] && how="placement off: rank order, net dev 0"
 	((failures == before)) &&
-		echo "multihost: $name: placement right: ring $ring0 over hosts ${host[*]}, $cross crossing(s), $nch channel(s), the hops between hosts on the NICs ringway-topo names"
+		echo "multihost: $name: placement right: ring $ring0 over hosts ${host[*]}, $cross crossing(s), $nch channel(s), $how (bytes moved on ${!used_dev[*]})"
 }
 
-# placement lines are checked where the library prints them (and then
-# the interleaved runs' rings must cross once per host too)
+# placement is checked where the build has it (its parameter is
+# registered); then its lines must be there, and the ring of ranks dealt
+# round-robin must cross once per host too
 placement=0
-have_place() {
-	if grep -q 'place: rank' "$work/$1/r0.err"; then
-		placement=1
-	fi
-	((placement))
-}
+"$topo" --params | grep -q RINGWAY_PLACEMENT && placement=1
+have_place() { ((placement)); }
 
 # rows for sizes 4 .. 4M, x16
 sizes=(-b 4 -e 4M -f 16)
@@ -392,7 +405,7 @@ for coll in allreduce reduce_scatter allgather broadcast; do
 	check_results "2x2-$coll" "$nrows"
 	check_transports "2x2-$coll" 1
 	check_ring "2x2-$coll" 2
-	have_place "2x2-$coll" && check_place "2x2-$coll" 2 hgx8-2s-4sw.xml
+	have_place && check_place "2x2-$coll" 2 hgx8-2s-4sw.xml
 done
 # every datatype and reduction once, at a size not a multiple of anything
 run 2x2-types 2 hgx8-2s-4sw.xml block -d all -o all -b 100003 -e 100003 -n 1 -w 0 -c 1
@@ -406,20 +419,18 @@ mh_teardown
 mh_setup "$base-$$-b" 3 "ib0 ib1" || { echo "multihost: setting up 3 hosts failed" >&2; exit 1; }
 run 3x2-interleaved 3 gpu4-nic2.xml interleaved --coll allreduce "${sizes[@]}" "${iters[@]}"
 check_results 3x2-interleaved "$nrows"
-if have_place 3x2-interleaved; then
+if have_place; then
 	check_transports 3x2-interleaved 1
 	check_ring 3x2-interleaved 3
 	check_place 3x2-interleaved 3 gpu4-nic2.xml
-	if "$topo" --params | grep -q RINGWAY_PLACEMENT; then
-		# placement off: the ring in rank order crosses at every hop
-		rank_env+=(RINGWAY_PLACEMENT=rank)
-		run 3x2-rankorder 3 gpu4-nic2.xml interleaved --coll allreduce "${sizes[@]}" "${iters[@]}"
-		unset 'rank_env[-1]'
-		check_results 3x2-rankorder "$nrows"
-		check_transports 3x2-rankorder 0
-		check_ring 3x2-rankorder 6
-		check_place 3x2-rankorder 3 gpu4-nic2.xml rank
-	fi
+	# placement off: the ring in rank order crosses at every hop
+	rank_env+=(RINGWAY_PLACEMENT=rank)
+	run 3x2-rankorder 3 gpu4-nic2.xml interleaved --coll allreduce "${sizes[@]}" "${iters[@]}"
+	unset 'rank_env[-1]'
+	check_results 3x2-rankorder "$nrows"
+	check_transports 3x2-rankorder 0
+	check_ring 3x2-rankorder 6
+	check_place 3x2-rankorder 3 gpu4-nic2.xml rank
 else
 	check_transports 3x2-interleaved 0
 fi
@@ -429,7 +440,7 @@ if [[ -n $collnet ]]; then
 	check_transports 3x2-collnet 1
 	[[ $(cat "$work"/3x2-collnet/r*.out | grep -c ' exact$') == 6 ]] ||
 		fail "3x2-collnet: not every rank says its CollNet results are exact"
-	if grep -q 'place: rank' "$work/3x2-collnet/r0.err"; then
+	if have_place && grep -q 'place: rank' "$work/3x2-collnet/r0.err"; then
 		check_place 3x2-collnet 3 gpu4-nic2.xml
 	fi
 else
@@ -437,7 +448,7 @@ else
 fi
 mh_teardown
 
-((placement)) || echo "multihost: no 'place:' lines (placement not in this build): not checked"
+((placement)) || echo "multihost: no RINGWAY_PLACEMENT in this build: placement not checked"
 if ((failures)); then
 	echo "multihost: $failures failure(s); logs in $work" >&2
 	exit 1
