@@ -18,10 +18,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "coll/world.h"
 #include "common/rw_common.h"
 #include "common/rw_params.h"
 #include "gpu/rw_cuda.h"
 #include "tools/perf/perf.h"
+#include "topo/rw_topo_place.h"
 
 static const char *const coll_names[] = {
 	[PERF_ALLREDUCE] = "allreduce",
@@ -403,6 +405,7 @@ static int run_size(struct bench *b, size_t bytes, int dtype, int op)
 static void header(const struct bench *b)
 {
 	rw_config_t cfg = RW_CONFIG_INIT;
+	const struct rw_topo_place *place;
 
 	rw_comm_get_config(b->comm, &cfg); /* what the communicator runs with */
 	printf("# ringway-perf %s: %s, %d rank(s) (%s), %s memory\n", rw_version(),
@@ -411,6 +414,10 @@ static void header(const struct bench *b)
 	       "check %d\n",
 	       cfg.algo, cfg.transport, (long long)cfg.chunk_bytes, (long long)cfg.nchannels,
 	       b->o->iters, b->o->warmup, b->o->check);
+	/* the ring and each channel's NIC, as the INFO log says them */
+	place = rw_world_place(b->comm);
+	if (place && place->nranks)
+		rw_topo_place_write(place, "# ", stdout);
 	printf("#\n");
 	printf("#                                                out-of-place                      "
 	       " in-place\n");
