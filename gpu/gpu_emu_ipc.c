@@ -91,9 +91,16 @@ static int peer_fd(const struct emu_handle *e)
 		}
 	}
 #endif
-	RW_WARN(RW_LOG_NET, "gpu-emu: ipc_open: %s (allocation %llu of process %d): %s", path,
-		(unsigned long long)e->id, (int)e->pid, strerror(err));
-	return -(err == ENOENT ? ESRCH : err);
+	snprintf(path, sizeof(path), "/proc/%d", (int)e->pid);
+	if (err == ENOENT && access(path, F_OK) != 0) {
+		RW_WARN(RW_LOG_NET, "gpu-emu: ipc_open: allocation %llu: process %d has exited",
+			(unsigned long long)e->id, (int)e->pid);
+		return -ESRCH;
+	}
+	RW_WARN(RW_LOG_NET, "gpu-emu: ipc_open: allocation %llu: fd %d of process %d: %s",
+		(unsigned long long)e->id, (int)e->fd, (int)e->pid,
+		err == ENOENT ? "freed (no such fd)" : strerror(err));
+	return err == ENOENT ? -EINVAL : -err;
 }
 
 int rw_emu_ipc_open(const struct rw_cuda_ipc_handle *h, void **base, size_t *size)

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The same-host transport moving "device" buffers between two processes on
+ * the host-emulated GPU, by emulated CUDA IPC: the shm net advertises CUDA
+ * pointers; device -> device, device -> host, host -> device (through the
+ * slots and through cross-memory attach), checked byte for byte; then a
+ * pipelined run of chunks from one registered device buffer into another,
+ * every stream op slowed so the receiver polls its event while copies are
+ * in flight.  Device -> device moves exactly one device-to-device copy per
+ * message on the receiver, none through host memory on either side; each
+ * receiver opens the sender's allocation once.
+ */
+#include "support/rw_test.h"
+
+#include "gpu/rw_cuda.h"
+#include "gpu/rw_gpu_emu.h"
+#include "net/test_shm_util.h"
+#include "transport/shm/shm.h"
+
+#define MIB	 (1024 * 1024)
+#define NCHUNK	 8
+#define CHUNK	 (MIB + 4096)
+#define PIPE_TAG 1000
+
+static struct rw_config cfg;
+
+static const char *const env[] = {
+	"RINGWAY_TIMEOUT_MS", "10000", "RINGWAY_SHM_CMA_MIN", "256K", NULL,
+};
+
+struct emu_case {
+	bool send_dev, recv_dev;
+	size_t size;
+};
+
+static const struct emu_case cases[] = {
+	{true, true, 8},	{true, true, MIB + 3},
+	{true, true, 16 * MIB}, {true, false, 3 * MIB}, /* device -> host by IPC */
+	{false, true, 100000},				/* host -> device through the slots */
+	{false, true, 9 * MIB},				/* host -> device by cross-memory attach */
+};
+
+static void *buf_alloc(bool dev, size_t n)
+{
+	void *p = NULL;
+
+	if (dev)
+		CHILD_CHECK(rw_cuda_malloc(&p, n) == 0);
+	else
+		CHILD_CHECK((p = malloc(n)) != NULL);
+	return p;
+}
+
+static void buf_free(bool dev, void *p)
+{
+	if (dev)
+		rw_cuda_free(p);
+	else
+		free(p);
+}
+
+static uint64_t host_copies(const struct rw_gpu_emu_stats *s)
+{
+	return s->copies_h2d + s->copies_d2h;
+}
+
+/* The pipelined phase, receiving side: NCHUNK receives posted at once. */
+static void receive_chunks(struct rw_net_comm *r, char *host, char *want)
+{
+	struct rw_net_req *req[NCHUNK];
+	struct rw_gpu_emu_stats s0, s1;
+	struct rw_net_mr *mr;
+	char *d = buf_alloc(true, NCHUNK * CHUNK);
+
+	CHILD_CHECK(rw_net_reg_mr(r, d, NCHUNK * CHUNK, RW_PTR_CUDA, &mr) == 0);
+	rw_gpu_emu_set_delay_us(2000);
+	rw_gpu_emu_stats(&s0);
+	for (int i = 0; i < NCHUNK; i++)
+		CHILD_CHECK(shm_recv(r, d + (size_t)i * CHUNK, CHUNK, PIPE_TAG + i, mr, &req[i]) ==
+			    0);
+	for (int i = 0; i < NCHUNK; i++) {
+		size_t got = 0;
+
+		CHILD_CHECK(shm_wait_req(req[i], &got, SHM_WAIT_MS) == 0 && got == CHUNK);
+	}
+	rw_gpu_emu_stats(&s1);
+	rw_gpu_emu_set_delay_us(0);
+	CHILD_CHECK(s1.copies_d2d - s0.copies_d2d == NCHUNK);
+	CHILD_CHECK(host_copies(&s1) == host_copies(&s0));
+	CHILD_CHECK(s1.ipc_opens_live - s0.ipc_opens_live == 1); /* opened once */
+	CHILD_CHECK(rw_cuda_memcpy(host, d, NCHUNK * CHUNK) == 0);
+	rw_test_fill(want, NCHUNK * CHUNK, 77);
+	if (memcmp(host, want, NCHUNK * CHUNK)) {
+		fprintf(stderr, "pipelined chunks arrived corrupted\n");
+		_exit(4);
+	}
+	rw_net_dereg_mr(r, mr);
+	rw_cuda_free(d);
+}
+
+static void child_receiver(struct shm_child *k)
+{
+	struct rw_net_props props;
+	struct rw_net *n = NULL;
+	struct rw_net_listen *l;
+	struct rw_net_comm *r;
+	char *host = malloc(16 * MIB), *want = malloc(16 * MIB);
+
+	CHILD_CHECK(host && want);
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(rw_net_get_properties(n, 0, &props) == 0);
+	CHILD_CHECK(props.ptr_support & RW_PTR_CUDA);
+	CHILD_CHECK(rw_net_listen(n, 0, k->handle, &l) == 0);
+	CHILD_CHECK(shm_pipe_write(k->from[1], k->handle, sizeof(k->handle)) == 0);
+	CHILD_CHECK(shm_wait_accept(l, &r) == 0);
+	for (size_t i = 0; i < RW_ARRAY_SIZE(cases); i++) {
+		const struct emu_case *c = &cases[i];
+		void *p = buf_alloc(c->recv_dev, c->size);
+		struct rw_gpu_emu_stats s0, s1;
+		struct rw_net_mr *mr;
+		struct rw_net_req *req;
+		size_t got = 0;
+
+		CHILD_CHECK(rw_net_reg_mr(r, p, c->size, c->recv_dev ? RW_PTR_CUDA : RW_PTR_HOST,
+					  &mr) == 0);
+		rw_gpu_emu_stats(&s0);
+		CHILD_CHECK(shm_recv(r, p, c->size, (int)i, mr, &req) == 0);
+		CHILD_CHECK(shm_wait_req(req, &got, SHM_WAIT_MS) == 0 && got == c->size);
+		rw_gpu_emu_stats(&s1);
+		if (c->send_dev) { /* one copy out of the peer's allocation, by IPC */
+			CHILD_CHECK(s1.copies_d2d - s0.copies_d2d == (c->recv_dev ? 1u : 0u));
+			CHILD_CHECK(s1.copies_d2h - s0.copies_d2h == (c->recv_dev ? 0u : 1u));
+			CHILD_CHECK(s1.copies_h2d == s0.copies_h2d);
+		}
+		if (c->recv_dev)
+			CHILD_CHECK(rw_cuda_memcpy(host, p, c->size) == 0);
+		else
+			memcpy(host, p, c->size);
+		rw_test_fill(want, c->size, i + 1);
+		if (memcmp(host, want, c->size)) {
+			fprintf(stderr, "case %zu: %zu bytes arrived corrupted\n", i, c->size);
+			_exit(4);
+		}
+		rw_net_dereg_mr(r, mr);
+		buf_free(c->recv_dev, p);
+	}
+	receive_chunks(r, host, want);
+	rw_net_close_recv(r);
+	rw_net_close_listen(l);
+	rw_net_destroy(n);
+	{
+		struct rw_gpu_emu_stats s;
+
+		rw_gpu_emu_stats(&s);
+		CHILD_CHECK(s.ipc_opens_live == 0 && s.allocs_live == 0 && s.streams_live == 0);
+	}
+	_exit(0);
+}
+
+/* The pipelined phase, sending side: NCHUNK sends from one buffer. */
+static void send_chunks(struct rw_net_comm *s, char *host)
+{
+	struct rw_net_req *req[NCHUNK];
+	struct rw_gpu_emu_stats s0, s1;
+	struct rw_net_mr *mr;
+	char *d = buf_alloc(true, NCHUNK * CHUNK);
+
+	rw_test_fill(host, NCHUNK * CHUNK, 77);
+	CHILD_CHECK(rw_cuda_memcpy(d, host, NCHUNK * CHUNK) == 0);
+	rw_gpu_emu_stats(&s0);
+	CHILD_CHECK(rw_net_reg_mr(s, d, NCHUNK * CHUNK, RW_PTR_CUDA, &mr) == 0);
+	for (int i = 0; i < NCHUNK; i++)
+		CHILD_CHECK(shm_send(s, d + (size_t)i * CHUNK, CHUNK, PIPE_TAG + i, mr, &req[i]) ==
+			    0);
+	for (int i = 0; i < NCHUNK; i++)
+		CHILD_CHECK(shm_wait_req(req[i], NULL, SHM_WAIT_MS) == 0);
+	rw_gpu_emu_stats(&s1);
+	/* the sender copies nothing: the receiver reads our memory */
+	CHILD_CHECK(host_copies(&s1) == host_copies(&s0) && s1.copies_d2d == s0.copies_d2d);
+	CHILD_CHECK(s1.ipc_exports - s0.ipc_exports == 1);
+	rw_net_dereg_mr(s, mr);
+	rw_cuda_free(d);
+}
+
+static void child_sender(struct shm_child *k)
+{
+	struct rw_net *n = NULL;
+	struct rw_net_comm *s;
+	char *host = malloc(16 * MIB);
+
+	CHILD_CHECK(host);
+	CHILD_CHECK(shm_pipe_read(k->to[0], k->handle, sizeof(k->handle)) == 0);
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(shm_wait_connect(n, k->handle, &s) == 0);
+	for (size_t i = 0; i < RW_ARRAY_SIZE(cases); i++) {
+		const struct emu_case *c = &cases[i];
+		void *p = buf_alloc(c->send_dev, c->size);
+		struct rw_gpu_emu_stats s0, s1;
+		struct rw_net_mr *mr;
+		struct rw_net_req *req;
+
+		rw_test_fill(host, c->size, i + 1);
+		if (c->send_dev)
+			CHILD_CHECK(rw_cuda_memcpy(p, host, c->size) == 0);
+		else
+			memcpy(p, host, c->size);
+		rw_gpu_emu_stats(&s0);
+		CHILD_CHECK(rw_net_reg_mr(s, p, c->size, c->send_dev ? RW_PTR_CUDA : RW_PTR_HOST,
+					  &mr) == 0);
+		CHILD_CHECK(shm_send(s, p, c->size, (int)i, mr, &req) == 0);
+		CHILD_CHECK(shm_wait_req(req, NULL, SHM_WAIT_MS) == 0);
+		rw_gpu_emu_stats(&s1);
+		CHILD_CHECK(host_copies(&s1) == host_copies(&s0));
+		rw_net_dereg_mr(s, mr);
+		buf_free(c->send_dev, p);
+	}
+	send_chunks(s, host);
+	rw_net_close_send(s);
+	rw_net_destroy(n);
+	_exit(0);
+}
+
+static void device_buffers_between_processes(void **state)
+{
+	struct shm_child rx, tx;
+	int st;
+
+	(void)state;
+	assert_int_equal(rw_test_config(&cfg, env), 0);
+	assert_true(shm_child_start(&rx, child_receiver) > 0);
+	assert_int_equal(shm_pipe_read(rx.from[0], rx.handle, sizeof(rx.handle)), 0);
+	assert_true(shm_child_start(&tx, child_sender) > 0);
+	assert_int_equal(shm_pipe_write(tx.to[1], rx.handle, sizeof(rx.handle)), 0);
+	st = shm_child_reap(&tx, false);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	st = shm_child_reap(&rx, false);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* Without the emulator (and without a GPU) the same net has no CUDA. */
+static void child_no_emulator(struct shm_child *k)
+{
+	struct rw_net_props props;
+	struct rw_net *n = NULL;
+	int ngpu = 0;
+
+	(void)k;
+	if (rw_cuda_device_count(&ngpu) == 0)
+		_exit(0); /* a real GPU here: nothing to compare */
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(rw_net_get_properties(n, 0, &props) == 0);
+	CHILD_CHECK(!(props.ptr_support & RW_PTR_CUDA));
+	rw_net_destroy(n);
+	_exit(0);
+}
+
+static void off_means_no_cuda(void **state)
+{
+	struct shm_child k;
+	int st;
+
+	(void)state;
+	assert_int_equal(rw_test_config(&cfg, env), 0);
+	assert_true(shm_child_start(&k, child_no_emulator) > 0);
+	st = shm_child_reap(&k, false);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest off[] = {
+		cmocka_unit_test(off_means_no_cuda),
+	};
+	const struct CMUnitTest on[] = {
+		cmocka_unit_test(device_buffers_between_processes),
+	};
+	int failed;
+
+	rw_test_log_install();
+	failed = cmocka_run_group_tests_name("emulator off", off, NULL, NULL);
+	if (rw_gpu_emu_enable(1, 0) != 0)
+		return 1;
+	return failed + cmocka_run_group_tests_name("emulator on", on, NULL, NULL);
+}
