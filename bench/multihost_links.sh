@@ -84,8 +84,8 @@ declare -A bus
 for kind in $RUNS; do
 	echo "== $kind"
 	run "$kind" | tee "$out/$kind.txt" | grep -E '^# algo|^ +[0-9]'
-	grep -h 'coll: rank .* next rank\|place' "$out/$kind".r*.err | sed 's/^ringway [0-9:]* INFO //' |
-		sort | head -n 20 || true
+	# where the ranks are, the ring, and each rank's send on channel 0
+	grep -h -o 'place: rank .*\|place: channel 0 .*' "$out/$kind".r*.err | sort -u || true
 	# busbw from the time columns (the table rounds GB/s to 2 decimals):
 	# bytes / time x 2(n-1)/n, out of place and in place
 	bus[$kind]=$(awk -v n=$((2 * HOSTS)) '/^ +[0-9]/ { o = $1 / ($5 * 1e-6) * 2 * (n - 1) / n;
@@ -97,6 +97,6 @@ done
 if [[ -n ${bus[placed]:-} && -n ${bus[ignored]:-} ]]; then
 	awk -v a="${bus[placed]}" -v b="${bus[ignored]}" 'BEGIN { split(a, x, " "); split(b, y, " ");
 		printf "# placed / ignored busbw: %.2fx out of place, %.2fx in place\n",
-		       y[1] > 0 ? x[1] / y[1] : 0, y[2] > 0 ? x[2] / y[2] : 0 }'
+		       (y[1] > 0 ? x[1] / y[1] : 0), (y[2] > 0 ? x[2] / y[2] : 0) }'
 fi
 echo "# logs: $out"
