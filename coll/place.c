@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/rw_coll.h"
+#include "common/rw_common.h"
 #include "common/rw_log.h"
 #include "transport/shm/shm.h"
 
@@ -248,4 +250,183 @@ void rw_place_log(const struct rw_topo_place *p, int rank)
 		RW_INFO(RW_LOG_INIT, "%s", rw_topo_place_line_hop(p, c, rank, line, sizeof(line)));
 	}
 	free(ring);
+}
+
+/* --- listeners of the channels' devices ------------------------------------ */
+
+int rw_place_listen(struct rw_net *net, struct rw_place_listens *ls, const void *main_handle,
+		    struct rw_place_wire_chan *ch, int nch)
+{
+	for (int c = 0; c < nch; c++) {
+		struct rw_place_wire_chan *wc = &ch[c];
+		int k = 0, rc;
+
+		memcpy(wc->handle, main_handle, RW_NET_HANDLE_MAXSIZE);
+		if (wc->place.dev == ls->main_dev || !ls->main)
+			continue;
+		while (k < ls->n && ls->dev[k] != wc->place.dev)
+			k++;
+		if (k == ls->n) {
+			rc = rw_net_listen(net, wc->place.dev, ls->handle[k], &ls->l[k]);
+			if (rc == -ENOMEM)
+				return rc;
+			if (rc) {
+				char note[64];
+
+				RW_WARN(RW_LOG_INIT,
+					"place: listen on net dev %d (%s): %s; dev %d used",
+					(int)wc->place.dev, wc->place.devname, strerror(-rc),
+					ls->main_dev);
+				snprintf(note, sizeof(note),
+					 "; listen on dev %d failed, using dev %d",
+					 (int)wc->place.dev, ls->main_dev);
+				append(wc->place.reason, sizeof(wc->place.reason), note);
+				wc->place.dev = ls->main_dev;
+				dev_name(net, ls->main_dev, wc->place.devname,
+					 sizeof(wc->place.devname));
+				continue;
+			}
+			ls->dev[ls->n++] = wc->place.dev;
+		}
+		memcpy(wc->handle, ls->handle[k], RW_NET_HANDLE_MAXSIZE);
+	}
+	return 0;
+}
+
+struct rw_net_listen *rw_place_listener(const struct rw_place_listens *ls, int dev)
+{
+	for (int k = 0; k < ls->n; k++)
+		if (ls->dev[k] == dev)
+			return ls->l[k];
+	return ls->main;
+}
+
+void rw_place_listens_close(struct rw_place_listens *ls)
+{
+	for (int k = 0; k < ls->n; k++)
+		rw_net_close_listen(ls->l[k]);
+	ls->n = 0;
+}
+
+/* --- a comm made in rank order (CollNet) ------------------------------------ */
+
+/* What a rank sends over the rank-order comm. */
+struct coll_blob {
+	struct rw_topo_place_rank place;
+	int32_t by_topo, nchannels;
+	struct rw_place_wire_chan ch[];
+};
+
+static size_t coll_blob_bytes(int nch)
+{
+	return sizeof(struct coll_blob) + (size_t)nch * sizeof(struct rw_place_wire_chan);
+}
+
+static int allgather_bytes(struct rw_coll_comm *c, const void *mine, void *all, size_t bytes)
+{
+	return rw_coll_run(c, &(struct rw_coll_args){.kind = RW_COLL_ALLGATHER,
+						     .sendbuf = mine,
+						     .recvbuf = all,
+						     .count = bytes,
+						     .dtype = RW_DTYPE_UINT8});
+}
+
+int rw_place_coll_comm(const struct rw_coll_comm_args *a, struct rw_coll_comm **c,
+		       struct rw_topo_place *p)
+{
+	int n = a->nranks, nch = (int)RW_MIN(a->cfg->nchannels, (int64_t)RW_TOPO_MAX_CHANNELS);
+	size_t bytes = coll_blob_bytes(nch);
+	struct rw_place_listens ls = {.main = a->listen, .main_dev = a->dev};
+	struct rw_topo_place_chan chans[RW_TOPO_MAX_CHANNELS];
+	struct rw_coll_comm_args pa = *a;
+	struct rw_coll_comm *placed = NULL;
+	struct coll_blob *mine, *b;
+	const void **chan_handles = NULL;
+	struct rw_net_listen **chan_listen = NULL;
+	int chan_dev[RW_TOPO_MAX_CHANNELS];
+	char *all;
+	bool by_topo = true, same = true;
+	int rc = -ENOMEM;
+
+	memset(p, 0, sizeof(*p));
+	mine = calloc(1, bytes);
+	all = calloc((size_t)n, bytes);
+	if (!mine || !all)
+		goto out;
+	mine->by_topo = rw_place_by_topo(a->cfg);
+	mine->nchannels = nch;
+	rc = rw_place_local(a->cfg, a->net, mine->by_topo, nch, &mine->place, chans);
+	for (int ch = 0; !rc && ch < nch; ch++) {
+		mine->ch[ch].place = chans[ch];
+		if (chans[ch].dev != a->dev && chans[ch].nic[0] && strcmp(chans[ch].nic, "none") &&
+		    !strstr(chans[ch].reason, "no net device"))
+			continue;
+		/* no NIC of its own: the device NCCL gave */
+		mine->ch[ch].place.dev = a->dev;
+		dev_name(a->net, a->dev, mine->ch[ch].place.devname,
+			 sizeof(mine->ch[ch].place.devname));
+	}
+	if (!rc)
+		rc = rw_place_listen(a->net, &ls, a->handles[a->rank], mine->ch, nch);
+	if (!rc)
+		rc = allgather_bytes(*c, mine, all, bytes);
+	if (!rc)
+		rc = rw_topo_place_alloc(p, n, nch, true);
+	if (rc)
+		goto out;
+	for (int r = 0; r < n; r++) {
+		b = (struct coll_blob *)(all + (size_t)r * bytes);
+		by_topo &= b->by_topo != 0;
+		b->place.hostname[sizeof(b->place.hostname) - 1] = '\0';
+		b->place.gpu[sizeof(b->place.gpu) - 1] = '\0';
+		p->rank[r] = b->place;
+		for (int ch = 0; ch < nch; ch++) {
+			struct rw_topo_place_chan *pc = rw_topo_place_chan_of(p, r, ch);
+
+			*pc = b->ch[ch].place;
+			pc->nic[sizeof(pc->nic) - 1] = '\0';
+			pc->devname[sizeof(pc->devname) - 1] = '\0';
+			pc->reason[sizeof(pc->reason) - 1] = '\0';
+			same &= pc->dev == a->dev;
+		}
+	}
+	p->by_topo = by_topo;
+	rw_topo_place_ring(p);
+	rw_place_log(p, a->rank);
+	for (int i = 0; i < n; i++)
+		same &= p->order[i] == i;
+	if (same)
+		goto out; /* the rank-order comm is the placed one */
+	chan_handles = calloc((size_t)n * (size_t)nch, sizeof(*chan_handles));
+	chan_listen = calloc((size_t)nch, sizeof(*chan_listen));
+	rc = -ENOMEM;
+	if (!chan_handles || !chan_listen)
+		goto out;
+	for (int r = 0; r < n; r++) {
+		b = (struct coll_blob *)(all + (size_t)r * bytes);
+		for (int ch = 0; ch < nch; ch++)
+			chan_handles[(size_t)r * (size_t)nch + (size_t)ch] = b->ch[ch].handle;
+	}
+	for (int ch = 0; ch < nch; ch++) {
+		chan_dev[ch] = rw_topo_place_chan_of(p, a->rank, ch)->dev;
+		chan_listen[ch] = rw_place_listener(&ls, chan_dev[ch]);
+	}
+	pa.order = p->order;
+	pa.chan_dev = chan_dev;
+	pa.chan_handles = chan_handles;
+	pa.chan_listen = chan_listen;
+	rc = rw_coll_comm_create(&pa, &placed);
+	if (rc)
+		goto out;
+	rw_coll_comm_destroy(*c);
+	*c = placed;
+out:
+	rw_place_listens_close(&ls);
+	free(chan_handles);
+	free(chan_listen);
+	free(mine);
+	free(all);
+	if (rc)
+		rw_topo_place_free(p);
+	return rc;
 }

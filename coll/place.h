@@ -44,4 +44,51 @@ int rw_place_local(const struct rw_config *cfg, struct rw_net *net, bool by_topo
 /** The INFO lines of rank `rank` (its own line, the rings, its hops). */
 void rw_place_log(const struct rw_topo_place *p, int rank);
 
+/** One channel of a rank as it travels to the others. */
+struct rw_place_wire_chan {
+	char handle[RW_NET_HANDLE_MAXSIZE]; /**< the listener of the channel's device */
+	struct rw_topo_place_chan place;
+};
+
+/** This rank's listeners: the comm's own (on device main_dev) and one per
+ *  other device its channels use. */
+struct rw_place_listens {
+	struct rw_net_listen *main;
+	int main_dev;
+	int n;
+	int dev[RW_TOPO_MAX_CHANNELS];
+	struct rw_net_listen *l[RW_TOPO_MAX_CHANNELS];
+	char handle[RW_TOPO_MAX_CHANNELS][RW_NET_HANDLE_MAXSIZE];
+};
+
+/**
+ * Listen on each channel's device (ls->main_dev: ls->main, main_handle)
+ * and put the handles into ch[0..nch-1].  A device that cannot listen
+ * falls back to main_dev, one warning, and its channels' reasons say so.
+ * \return 0 or -ENOMEM.
+ */
+int rw_place_listen(struct rw_net *net, struct rw_place_listens *ls, const void *main_handle,
+		    struct rw_place_wire_chan *ch, int nch);
+
+/** The listener of device dev (ls->main when it has none of its own). */
+struct rw_net_listen *rw_place_listener(const struct rw_place_listens *ls, int dev);
+
+/** Close the listeners rw_place_listen() opened (not ls->main). */
+void rw_place_listens_close(struct rw_place_listens *ls);
+
+struct rw_coll_comm;
+struct rw_coll_comm_args;
+
+/**
+ * Placement for a comm that was connected in rank order (CollNet: NCCL
+ * gives only the handles): allgather every rank's part over *c, compute
+ * the placement, and unless it is rank order with every channel on a->dev
+ * already, connect a placed comm (a's handles and listener for the
+ * control links, new listeners for the channels) and replace *c by it.
+ * a: what *c was created with.  p: the placement, for the caller to free.
+ * \return 0, or -errno (*c is then still the rank-order comm, usable).
+ */
+int rw_place_coll_comm(const struct rw_coll_comm_args *a, struct rw_coll_comm **c,
+		       struct rw_topo_place *p);
+
 #endif /* RW_PLACE_H */

@@ -19,18 +19,13 @@
 
 #define NAME_BYTES 64
 
-/* What each rank contributes at the rendezvous: this, then a world_chan
- * per channel. */
+/* What each rank contributes at the rendezvous: this, then an
+ * rw_place_wire_chan per channel. */
 struct world_blob {
 	char handle[RW_NET_HANDLE_MAXSIZE];
 	char name[NAME_BYTES]; /* "host pid 123", for messages */
 	struct rw_topo_place_rank place;
 	int32_t by_topo, nchannels;
-};
-
-struct world_chan {
-	char handle[RW_NET_HANDLE_MAXSIZE]; /* the listener of the channel's device */
-	struct rw_topo_place_chan place;
 };
 
 struct rw_comm {
@@ -39,16 +34,6 @@ struct rw_comm {
 	struct rw_bootstrap *boot;
 	struct rw_coll_comm *coll;
 	struct rw_topo_place place;
-};
-
-/* This rank's listeners: the comm's (device 0) and one per other device
- * a channel uses. */
-struct world_listens {
-	struct rw_net_listen *main;
-	int n;
-	int dev[RW_TOPO_MAX_CHANNELS];
-	struct rw_net_listen *l[RW_TOPO_MAX_CHANNELS];
-	char handle[RW_TOPO_MAX_CHANNELS][RW_NET_HANDLE_MAXSIZE];
 };
 
 struct rw_coll_comm *rw_world_coll(struct rw_comm *w)
@@ -228,62 +213,17 @@ int rw_world_get_config(const struct rw_comm *w, rw_config_t *out)
 
 static size_t blob_bytes(int nch)
 {
-	return sizeof(struct world_blob) + (size_t)nch * sizeof(struct world_chan);
+	return sizeof(struct world_blob) + (size_t)nch * sizeof(struct rw_place_wire_chan);
 }
 
-static struct world_chan *blob_chan(void *blob, int nch, int r, int c)
+static struct rw_place_wire_chan *blob_chan(void *blob, int nch, int r, int c)
 {
-	return (struct world_chan *)((char *)blob + (size_t)r * blob_bytes(nch) +
-				     sizeof(struct world_blob)) +
+	return (struct rw_place_wire_chan *)((char *)blob + (size_t)r * blob_bytes(nch) +
+					     sizeof(struct world_blob)) +
 	       c;
 }
 
-/* Listen on the device of each channel (device 0: the comm's listener) and
- * put the handles into this rank's channels.  A device that cannot listen
- * falls back to device 0, and its channels say so. */
-static int listen_channels(struct rw_comm *w, struct world_listens *ls, const char *main_handle,
-			   void *mine, int nch)
-{
-	for (int c = 0; c < nch; c++) {
-		struct world_chan *wc = blob_chan(mine, nch, 0, c);
-		int k = 0, rc;
-
-		memcpy(wc->handle, main_handle, RW_NET_HANDLE_MAXSIZE);
-		if (wc->place.dev == 0 || !ls->main)
-			continue;
-		while (k < ls->n && ls->dev[k] != wc->place.dev)
-			k++;
-		if (k == ls->n) {
-			rc = rw_net_listen(w->net, wc->place.dev, ls->handle[k], &ls->l[k]);
-			if (rc == -ENOMEM)
-				return rc;
-			if (rc) {
-				size_t off = strlen(wc->place.reason);
-
-				RW_WARN(RW_LOG_INIT,
-					"place: listen on net dev %d (%s): %s; dev 0 used",
-					(int)wc->place.dev, wc->place.devname, strerror(-rc));
-				snprintf(wc->place.reason + off, sizeof(wc->place.reason) - off,
-					 "; listen on dev %d failed, using dev 0",
-					 (int)wc->place.dev);
-				wc->place.dev = 0;
-				continue;
-			}
-			ls->dev[ls->n++] = wc->place.dev;
-		}
-		memcpy(wc->handle, ls->handle[k], RW_NET_HANDLE_MAXSIZE);
-	}
-	return 0;
-}
-
-static void listens_close(struct world_listens *ls)
-{
-	for (int k = 0; k < ls->n; k++)
-		rw_net_close_listen(ls->l[k]);
-	ls->n = 0;
-}
-
-static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct world_listens *ls,
+static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct rw_place_listens *ls,
 		    void *mine, int nch)
 {
 	size_t bytes = blob_bytes(nch);
@@ -341,7 +281,7 @@ static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct wor
 		names[r] = b->name;
 		p->rank[r] = b->place;
 		for (int c = 0; c < nch; c++) {
-			struct world_chan *wc = blob_chan(all, nch, r, c);
+			struct rw_place_wire_chan *wc = blob_chan(all, nch, r, c);
 			struct rw_topo_place_chan *pc = rw_topo_place_chan_of(p, r, c);
 
 			*pc = wc->place;
@@ -354,12 +294,8 @@ static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct wor
 	rw_topo_place_ring(p);
 	rw_place_log(p, a->rank);
 	for (int c = 0; c < nch; c++) {
-		int k = 0;
-
 		chan_dev[c] = rw_topo_place_chan_of(p, a->rank, c)->dev;
-		while (k < ls->n && ls->dev[k] != chan_dev[c])
-			k++;
-		chan_listen[c] = k < ls->n ? ls->l[k] : ls->main;
+		chan_listen[c] = rw_place_listener(ls, chan_dev[c]);
 	}
 	ca.handles = handles;
 	ca.peer_names = names;
@@ -382,7 +318,7 @@ out_free:
 int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 {
 	struct rw_topo_place_chan chans[RW_TOPO_MAX_CHANNELS];
-	struct world_listens ls = {0};
+	struct rw_place_listens ls = {0};
 	struct world_blob *mine = NULL;
 	struct rw_comm *w;
 	char host[48] = "?";
@@ -429,7 +365,7 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 		rc = rw_net_listen(w->net, 0, mine->handle, &ls.main);
 		if (rc)
 			goto err_net;
-		rc = listen_channels(w, &ls, mine->handle, mine, nch);
+		rc = rw_place_listen(w->net, &ls, mine->handle, blob_chan(mine, nch, 0, 0), nch);
 		if (rc)
 			goto err_listen;
 	}
@@ -437,7 +373,7 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 	snprintf(mine->name, sizeof(mine->name), "%s pid %d", host, (int)getpid());
 	rc = exchange(w, a, &ls, mine, nch);
 err_listen:
-	listens_close(&ls);
+	rw_place_listens_close(&ls);
 	if (ls.main)
 		rw_net_close_listen(ls.main); /* every link is up, or none will be */
 	if (rc)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/place.h"
 #include "coll/rw_coll.h"
 #include "common/rw_log.h"
 
@@ -83,6 +84,21 @@ int rw_collnet_connect(void *const *handles, int nranks, int rank, void *listen_
 	if (rc) {
 		free(cc);
 		return rc;
+	}
+	/* placement (coll/place.h): NCCL gives only the handles, so the ranks
+	 * tell each other where they are over this rank-order comm, then
+	 * reconnect in ring order on the NICs the topology names when that
+	 * differs */
+	if (nranks > 1) {
+		struct rw_topo_place place;
+
+		rc = rw_place_coll_comm(&a, &cc->coll, &place);
+		rw_topo_place_free(&place);
+		if (rc) {
+			rw_coll_comm_destroy(cc->coll);
+			free(cc);
+			return rc;
+		}
 	}
 	rw_obj_open(&cc->obj, COMM_KIND);
 	cc->plugin = pc->plugin;

@@ -17,7 +17,9 @@
  *   two hosts    two UTS namespaces (own hostname: another host identity),
  *                ranks dealt round-robin (rank r on host r % 2): ring
  *                0 2 1 3, 2 host crossings; RINGWAY_PLACEMENT=rank keeps
- *                rank order (4 crossings) when the registry has it.
+ *                rank order (4 crossings);
+ *   CollNet      a comm connected in rank order on NCCL's handles, then
+ *                placed (rw_place_coll_comm): reconnected in ring order.
  * Namespaces need root; those cases skip without.
  */
 #define _GNU_SOURCE /* setenv, unshare, sethostname */
@@ -30,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coll/place.h"
 #include "coll/rw_coll.h"
 #include "coll/world.h"
 #include "coll_test.h"
@@ -99,9 +102,8 @@ static int check_place(const struct place_case *pc, const struct rw_topo_place *
 }
 
 /* Every collective once, exact; the ring is not in rank order. */
-static int check_results(struct rw_comm *w, int rank)
+static int check_results(struct rw_coll_comm *c, int rank)
 {
-	struct rw_coll_comm *c = rw_world_coll(w);
 	int32_t *send = calloc(NR * COUNT, sizeof(int32_t));
 	int32_t *recv = calloc(NR * COUNT, sizeof(int32_t));
 	int32_t *ref = calloc(NR * COUNT, sizeof(int32_t));
@@ -194,12 +196,12 @@ static int place_rank(const char *root, int rank, int nranks, void *arg)
 		return 1;
 	}
 	bad = check_place(pc, rw_world_place(w), rank);
-	bad += check_results(w, rank);
+	bad += check_results(rw_world_coll(w), rank);
 	rc = rw_world_destroy(w);
 	return bad || rc;
 }
 
-static void run_case(const struct place_case *pc)
+static void run_case_fn(const struct place_case *pc, coll_raw_fn fn)
 {
 	struct rw_config cfg;
 	struct rw_topo *t = NULL;
@@ -211,7 +213,12 @@ static void run_case(const struct place_case *pc)
 	if (rw_topo_create_from_xml(&cfg, path, &t) == -ENOTSUP)
 		skip();
 	rw_topo_destroy(t);
-	assert_int_equal(coll_fork_raw(NR, place_rank, (void *)pc, DEADLINE), 0);
+	assert_int_equal(coll_fork_raw(NR, fn, (void *)pc, DEADLINE), 0);
+}
+
+static void run_case(const struct place_case *pc)
+{
+	run_case_fn(pc, place_rank);
 }
 
 /* --- one host ---------------------------------------------------------------- */
@@ -348,6 +355,93 @@ static void two_hosts_placement_rank(void **state)
 	run_case(&pc);
 }
 
+/* --- CollNet: a comm made in rank order, then placed --------------------------- */
+
+/* What CollNet connect does (plugin/collnet_adapt.c): NCCL's handles,
+ * a rank-order comm on them, then rw_place_coll_comm(). */
+static int collnet_rank(const char *root, int rank, int nranks, void *arg)
+{
+	const struct place_case *pc = arg;
+	struct rw_world_args wa = {.nranks = nranks, .rank = rank, .root = root, .listen_fd = -1};
+	char handle[RW_NET_HANDLE_MAXSIZE] = {0}, all[NR][RW_NET_HANDLE_MAXSIZE];
+	const void *handles[NR];
+	struct rw_topo_place p = {0};
+	struct rw_net_listen *listen = NULL;
+	struct rw_coll_comm *c = NULL;
+	struct rw_comm *w = NULL;
+	struct rw_net *net = NULL;
+	struct rw_config cfg;
+	char v[256];
+	int bad = 1, rc;
+
+	snprintf(v, sizeof(v), "%s/%s", RW_FIXTURES, pc->fixture);
+	setenv("RINGWAY_TOPO_XML", v, 1);
+	snprintf(v, sizeof(v), "%d", pc->local[rank]);
+	setenv("LOCAL_RANK", v, 1);
+	setenv("RINGWAY_TRANSPORT", "socket", 1);
+	setenv("RINGWAY_SOCKET_IFNAME", "lo", 1);
+	setenv("RINGWAY_NCHANNELS", "2", 1);
+	setenv("RINGWAY_CHUNK_BYTES", "4096", 1);
+	setenv("RINGWAY_TIMEOUT_MS", "30000", 1);
+	setenv("RINGWAY_PLACEMENT", "rank", 1); /* the world only carries the handles */
+	rc = rw_world_create(&wa, &w);
+	if (rc)
+		return 1;
+	rw_config_load(&cfg, NULL, NULL);
+	if (rw_config_set(&cfg, "RINGWAY_PLACEMENT", "topo") || rw_net_create(&cfg, &net) ||
+	    rw_net_listen(net, 0, handle, &listen))
+		goto out;
+	rc = rw_coll_run(rw_world_coll(w), &(struct rw_coll_args){.kind = RW_COLL_ALLGATHER,
+								  .sendbuf = handle,
+								  .recvbuf = all,
+								  .count = sizeof(handle),
+								  .dtype = RW_DTYPE_UINT8});
+	if (rc)
+		goto out;
+	for (int r = 0; r < NR; r++)
+		handles[r] = all[r];
+	{
+		struct rw_coll_comm_args a = {.net = net,
+					      .dev = 0,
+					      .nranks = nranks,
+					      .rank = rank,
+					      .handles = handles,
+					      .listen = listen,
+					      .cfg = &cfg};
+
+		if (rw_coll_comm_create(&a, &c))
+			goto out;
+		rc = rw_place_coll_comm(&a, &c, &p);
+	}
+	if (rc)
+		goto out;
+	bad = check_place(pc, &p, rank);
+	bad += check_results(c, rank);
+out:
+	rw_topo_place_free(&p);
+	rw_coll_comm_destroy(c);
+	if (listen)
+		rw_net_close_listen(listen);
+	rw_net_destroy(net);
+	rc = rw_world_destroy(w);
+	return bad || rc;
+}
+
+static void collnet_placed(void **state)
+{
+	const struct place_case pc = {
+		.fixture = "gpu4-nic2.xml",
+		.local = {2, 0, 3, 1},
+		.order = {1, 3, 0, 2},
+		.crossings = 0,
+		.nic = {"mlx5_1", "mlx5_0", "mlx5_1", "mlx5_0"},
+		.devname = {"lo", "lo", "lo", "lo"},
+	};
+
+	(void)state;
+	run_case_fn(&pc, collnet_rank);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +450,7 @@ int main(void)
 		cmocka_unit_test(devices_per_channel),
 		cmocka_unit_test(two_hosts_grouped),
 		cmocka_unit_test(two_hosts_placement_rank),
+		cmocka_unit_test(collnet_placed),
 	};
 
 	rw_test_log_install();
