@@ -32,7 +32,7 @@ mh_unusable() {
 	for tool in ip tc unshare hostname timeout; do
 		command -v "$tool" >/dev/null 2>&1 || { echo "no '$tool' command"; return; }
 	done
-	probe=rwmh-probe-$$
+	probe=rwmh-$$-probe
 	if ! ip netns add "$probe" 2>/dev/null; then
 		echo "'ip netns add' fails here (no CAP_SYS_ADMIN or no /run/netns)"
 		return
