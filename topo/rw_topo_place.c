@@ -122,9 +122,15 @@ const char *rw_topo_place_line_hop(const struct rw_topo_place *p, int ch, int ra
 	const struct rw_topo_place_chan *c = rw_topo_place_chan_of(p, rank, ch);
 	int next = p->order[(p->pos[rank] + 1) % p->nranks];
 
-	snprintf(buf, len, "place: channel %d rank %d -> rank %d over NIC %s (net dev %d %s): %s",
-		 ch, rank, next, c->nic[0] ? c->nic : "none", (int)c->dev,
-		 c->devname[0] ? c->devname : "?", c->reason);
+	char dev[16];
+
+	if (c->dev < 0)
+		snprintf(dev, sizeof(dev), "-");
+	else
+		snprintf(dev, sizeof(dev), "%d", (int)c->dev);
+	snprintf(buf, len, "place: channel %d rank %d -> rank %d over NIC %s (net dev %s %s): %s",
+		 ch, rank, next, c->nic[0] ? c->nic : "none", dev, c->devname[0] ? c->devname : "?",
+		 c->reason);
 	return buf;
 }
 
@@ -149,4 +155,49 @@ int rw_topo_place_write(const struct rw_topo_place *p, const char *prefix, FILE 
 	if (fflush(f) || ferror(f))
 		rc = -EIO;
 	return rc;
+}
+
+int rw_topo_place_simulate(const struct rw_topo *t, int nhosts, int nranks, int nchannels,
+			   struct rw_topo_place *p)
+{
+	int ngpus = rw_topo_gpu_count(t), rc;
+
+	if (nhosts < 1 || nranks < 1)
+		return -EINVAL;
+	rc = rw_topo_place_alloc(p, nranks, nchannels, true);
+	if (rc)
+		return rc;
+	for (int r = 0; r < nranks; r++) {
+		struct rw_topo_place_rank *pr = &p->rank[r];
+		int gpu = ngpus ? (r / nhosts) % ngpus : -1;
+
+		pr->host = (uint64_t)(r % nhosts) + 1;
+		snprintf(pr->hostname, sizeof(pr->hostname), "host%d", r % nhosts);
+		if (gpu >= 0)
+			snprintf(pr->gpu, sizeof(pr->gpu), "%s", rw_topo_gpu_get(t, gpu)->busid);
+		rc = rw_topo_ring_rank(t, gpu, &pr->ring_rank);
+		for (int c = 0; !rc && c < nchannels; c++) {
+			struct rw_topo_place_chan *pc = rw_topo_place_chan_of(p, r, c);
+			struct rw_topo_nic_choice nc;
+			const struct rw_topo_nic *nic;
+
+			rc = rw_topo_channel_nic(t, gpu, c, &nc);
+			if (rc)
+				break;
+			pc->dev = -1;
+			snprintf(pc->reason, sizeof(pc->reason), "%s", nc.reason);
+			nic = rw_topo_nic_get(t, nc.nic);
+			snprintf(pc->nic, sizeof(pc->nic), "%s", nic ? nic->name : "none");
+			snprintf(pc->devname, sizeof(pc->devname), "%s",
+				 !nic		  ? "-"
+				 : nic->netdev[0] ? nic->netdev
+						  : nic->name);
+		}
+		if (rc) {
+			rw_topo_place_free(p);
+			return rc;
+		}
+	}
+	rw_topo_place_ring(p);
+	return 0;
 }

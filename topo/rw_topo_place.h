@@ -87,4 +87,16 @@ const char *rw_topo_place_line_hop(const struct rw_topo_place *p, int ch, int ra
  *  hop, each after `prefix`.  \return 0 or -EIO. */
 int rw_topo_place_write(const struct rw_topo_place *p, const char *prefix, FILE *f);
 
+/**
+ * What rw_comm_init would place for nranks ranks dealt round-robin over
+ * nhosts hosts like t (rank r on host r % nhosts, LOCAL_RANK r / nhosts:
+ * its GPU is that index modulo t's GPUs), nchannels channels each: for
+ * ringway-topo --ranks and the tests.  No net is known here: each
+ * channel's device is -1 and named by the NIC's netdev.
+ * \param[out] p allocated; free with rw_topo_place_free().
+ * \return 0, -EINVAL, -ENOMEM.
+ */
+int rw_topo_place_simulate(const struct rw_topo *t, int nhosts, int nranks, int nchannels,
+			   struct rw_topo_place *p);
+
 #endif /* RW_TOPO_PLACE_H */

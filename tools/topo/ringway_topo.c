@@ -14,18 +14,22 @@
 #include "common/rw_log.h"
 #include "common/rw_params.h"
 #include "topo/rw_topo.h"
+#include "topo/rw_topo_place.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ringway-topo [--xml FILE] [--dot FILE|-] [--hosts N] [--nvml LIB] "
-		"[--params]\n"
+		"usage: ringway-topo [--xml FILE] [--dot FILE|-] [--hosts N] [--ranks N] "
+		"[--nvml LIB] [--params]\n"
 		"  --xml FILE   replay a machine saved by `lstopo --of xml` (else "
 		"RINGWAY_TOPO_XML,\n"
 		"               else this machine)\n"
 		"  --dot FILE   also write a Graphviz picture to FILE ('-': only the picture, to\n"
 		"               stdout); render it with `dot -Tpng FILE -o topo.png` or -Tsvg\n"
 		"  --hosts N    show the ring through N hosts like this one (default 2)\n"
+		"  --ranks N    show the placement rw_comm_init makes for N ranks dealt\n"
+		"               round-robin over the --hosts hosts (LOCAL_RANK: its GPU), with\n"
+		"               RINGWAY_NCHANNELS channels, in the words of its INFO log\n"
 		"  --nvml LIB   read NVLinks from this NVML library too (default: this machine's\n"
 		"               libnvidia-ml.so.1 when discovering it, none for --xml)\n"
 		"  --params     print the RINGWAY_* variables and exit\n");
@@ -34,23 +38,20 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"xml", required_argument, NULL, 'x'},
-		{"dot", required_argument, NULL, 'd'},
-		{"hosts", required_argument, NULL, 'n'},
-		{"nvml", required_argument, NULL, 'm'},
-		{"params", no_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{"xml", required_argument, NULL, 'x'},	 {"dot", required_argument, NULL, 'd'},
+		{"hosts", required_argument, NULL, 'n'}, {"ranks", required_argument, NULL, 'r'},
+		{"nvml", required_argument, NULL, 'm'},	 {"params", no_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},	 {NULL, 0, NULL, 0},
 	};
 	const char *xml = NULL, *dot = NULL, *nvml = NULL;
 	struct rw_config cfg;
 	struct rw_topo *topo;
-	int hosts = 2, c, rc;
+	int hosts = 2, ranks = 0, c, rc;
 	FILE *df = NULL;
 
 	rw_config_load(&cfg, NULL, NULL);
 	rw_log_set_level((enum rw_log_level)cfg.debug);
-	while ((c = getopt_long(argc, argv, "x:d:n:m:ph", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "x:d:n:r:m:ph", opts, NULL)) != -1) {
 		switch (c) {
 		case 'x':
 			xml = optarg;
@@ -62,6 +63,14 @@ int main(int argc, char **argv)
 			hosts = atoi(optarg);
 			if (hosts < 1 || hosts > 1024) {
 				fprintf(stderr, "ringway-topo: --hosts %s: use 1 to 1024\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			ranks = atoi(optarg);
+			if (ranks < 1 || ranks > 65536) {
+				fprintf(stderr, "ringway-topo: --ranks %s: use 1 to 65536\n",
 					optarg);
 				return 2;
 			}
@@ -95,7 +104,17 @@ int main(int argc, char **argv)
 	}
 	if (nvml)
 		rw_topo_load_nvml(topo, nvml); /* its failure is a note in the report */
-	if (dot && strcmp(dot, "-") == 0) {
+	if (ranks) {
+		struct rw_topo_place p;
+
+		rc = rw_topo_place_simulate(topo, hosts, ranks, (int)cfg.nchannels, &p);
+		if (!rc) {
+			printf("placement of %d rank(s) over %d host(s) like this one:\n", ranks,
+			       hosts);
+			rc = rw_topo_place_write(&p, "", stdout);
+			rw_topo_place_free(&p);
+		}
+	} else if (dot && strcmp(dot, "-") == 0) {
 		rc = rw_topo_write_dot(topo, stdout);
 	} else {
 		rc = rw_topo_write_report(topo, hosts, stdout);
