@@ -391,8 +391,10 @@ static int retire_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		if (p->state == RECV_DEVICE) {
 			int rc = rw_coll_dev_poll(r->comm, ch, (int)(p - cs->pr));
 
-			if (rc == -EAGAIN)
+			if (rc == -EAGAIN) {
+				r->comm->stats.dev_waits++;
 				break;
+			}
 			if (rc)
 				return rc; /* a local failure: the caller reports it */
 		}
@@ -448,6 +450,14 @@ static int complete_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			p->state = RECV_DONE; /* processed on the host */
 		*progressed = true;
 	}
+	if (r->mem == RW_COLL_MEM_DEVICE) {
+		uint64_t n = cs->staged;
+
+		for (unsigned i = 0; i < cs->pr_n; i++)
+			n += cs->pr[(cs->pr_head + i) % RW_COLL_MAX_RECVS].state == RECV_DEVICE;
+		if (n > c->stats.dev_inflight_max)
+			c->stats.dev_inflight_max = n;
+	}
 	return retire_recvs(r, ch, progressed);
 }
 
@@ -475,8 +485,10 @@ static int stage_local(struct rw_coll_req *r, int ch, const void *src, size_t si
 			return rc;
 	}
 	rc = rw_coll_dev_poll(r->comm, ch, RW_COLL_EV_OUT + cs->staged_out);
-	if (rc == -EAGAIN)
+	if (rc == -EAGAIN) {
+		r->comm->stats.dev_waits++;
 		return 0;
+	}
 	*ready = rc == 0;
 	return rc;
 }
