@@ -317,9 +317,12 @@ struct coll_blob {
 	struct rw_place_wire_chan ch[];
 };
 
+/* Rounded up so that the next rank's is aligned too. */
 static size_t coll_blob_bytes(int nch)
 {
-	return sizeof(struct coll_blob) + (size_t)nch * sizeof(struct rw_place_wire_chan);
+	size_t n = sizeof(struct coll_blob) + (size_t)nch * sizeof(struct rw_place_wire_chan);
+
+	return (n + 7) & ~(size_t)7;
 }
 
 static int allgather_bytes(struct rw_coll_comm *c, const void *mine, void *all, size_t bytes)

@@ -211,9 +211,12 @@ int rw_world_get_config(const struct rw_comm *w, rw_config_t *out)
 	return 0;
 }
 
+/* One rank's blob, rounded up so that the next one is aligned too. */
 static size_t blob_bytes(int nch)
 {
-	return sizeof(struct world_blob) + (size_t)nch * sizeof(struct rw_place_wire_chan);
+	size_t n = sizeof(struct world_blob) + (size_t)nch * sizeof(struct rw_place_wire_chan);
+
+	return (n + 7) & ~(size_t)7;
 }
 
 static struct rw_place_wire_chan *blob_chan(void *blob, int nch, int r, int c)
