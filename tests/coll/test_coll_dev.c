@@ -348,6 +348,29 @@ static int copy_formula(struct rw_comm *w, int rank, int p, void *arg)
 	return bad;
 }
 
+/* One rank: the collective is the activation's copy, enqueued and polled. */
+static int one_rank(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	struct tally t = {0};
+	int bad = 0;
+
+	(void)arg;
+	for (size_t n = 0; n < 3000; n = n * 3 + 1) {
+		bad += allreduce(c, rank, p, n, RW_DTYPE_FLOAT32, RW_OP_AVG, false, n, &t);
+		bad += allreduce(c, rank, p, n, RW_DTYPE_INT8, RW_OP_SUM, true, n, &t);
+		bad += reduce_scatter(c, rank, p, n, RW_DTYPE_BFLOAT16, RW_OP_MAX, n, &t);
+		bad += allgather(c, rank, p, n, RW_DTYPE_FLOAT64, n, &t);
+		bad += broadcast(c, rank, n, RW_DTYPE_UINT32, 0, n, &t);
+	}
+	if (t.xfer || t.blocked) {
+		fprintf(stderr, "one rank: %llu host copies, %llu blocking calls\n",
+			(unsigned long long)t.xfer, (unsigned long long)t.blocked);
+		bad++;
+	}
+	return bad;
+}
+
 static const char *const shm_env[] = {
 	"RINGWAY_TRANSPORT", "shm", "RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2", NULL};
 static const char *const sock_env[] = {"RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2",
@@ -387,6 +410,14 @@ static void copies_counted_not_redone(void **state)
 	assert_int_equal(coll_fork(3, sock_env, copy_formula, &host, 120), 0);
 }
 
+static void one_rank_device(void **state)
+{
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(1, shm_env, one_rank, NULL, 60), 0);
+}
+
 static void socket_host_staging(void **state)
 {
 	struct expect e = {.device_staging = false};
@@ -405,6 +436,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(shm_device_work_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(copies_counted_not_redone, setup, teardown),
 		cmocka_unit_test_setup_teardown(socket_host_staging, setup, teardown),
+		cmocka_unit_test_setup_teardown(one_rank_device, setup, teardown),
 	};
 	int rc;
 
