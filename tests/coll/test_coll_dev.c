@@ -14,9 +14,11 @@
 #include "support/rw_test.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll/coll_internal.h"
 #include "coll_test.h"
@@ -371,6 +373,69 @@ static int one_rank(struct rw_comm *w, int rank, int p, void *arg)
 	return bad;
 }
 
+/*
+ * A rank dies while chunks are in device work (slow streams): every other
+ * rank returns an error, and once it has, nothing writes into its buffer.
+ */
+#define VICTIM 2
+
+static int killed(struct rw_comm *w, int rank, int p, void *arg)
+{
+	enum { COUNT = 1 << 18 };
+	struct rw_coll_comm *c = coll_of(w);
+	size_t bytes = COUNT * sizeof(float);
+	float *h = xmalloc(bytes), *h2 = xmalloc(bytes);
+	void *d = dalloc(bytes);
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+				 .count = COUNT,
+				 .dtype = RW_DTYPE_FLOAT32,
+				 .op = RW_OP_SUM};
+	int rc = 0, bad = 0;
+
+	(void)arg;
+	(void)p;
+	if (!d)
+		return 1;
+	rw_test_log_expect("coll: rank");
+	rw_test_log_expect("shm:");
+	rw_test_log_expect("bootstrap:");
+	rw_gpu_emu_set_delay_us(200);
+	coll_fill(h, COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 5);
+	bad += up(d, h, bytes) != 0;
+	a.sendbuf = a.recvbuf = d;
+	for (int it = 0; it < 50 && !rc; it++) {
+		if (rank == VICTIM && it == 1) {
+			struct rw_coll_req *req;
+			int done = 0;
+
+			if (rw_coll_start(c, &a, &req))
+				return 1;
+			for (int i = 0; i < 20 && !done; i++) {
+				rw_coll_test(req, &done, NULL);
+				usleep(500);
+			}
+			raise(SIGKILL);
+		}
+		rc = rw_coll_run(c, &a);
+	}
+	if (!rc) {
+		fprintf(stderr, "rank %d: never saw the failure\n", rank);
+		return 1;
+	}
+	/* the collective is over: its device work too */
+	bad += rw_cuda_memcpy(h, d, bytes) != 0;
+	usleep(20000);
+	bad += rw_cuda_memcpy(h2, d, bytes) != 0;
+	if (memcmp(h, h2, bytes)) {
+		fprintf(stderr, "rank %d: the buffer changed after the failed allreduce\n", rank);
+		bad++;
+	}
+	rw_cuda_free(d);
+	free(h);
+	free(h2);
+	return bad;
+}
+
 static const char *const shm_env[] = {
 	"RINGWAY_TRANSPORT", "shm", "RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2", NULL};
 static const char *const sock_env[] = {"RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2",
@@ -418,6 +483,25 @@ static void one_rank_device(void **state)
 	assert_int_equal(coll_fork(1, shm_env, one_rank, NULL, 60), 0);
 }
 
+static void failure_with_device_work(void **state)
+{
+	static const char *const env[] = {"RINGWAY_TRANSPORT",
+					  "shm",
+					  "RINGWAY_CHUNK_BYTES",
+					  "16K",
+					  "RINGWAY_TIMEOUT_MS",
+					  "5000",
+					  NULL};
+	int codes[3];
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	coll_fork_codes(3, env, killed, NULL, 60, codes);
+	for (int r = 0; r < 3; r++)
+		assert_int_equal(codes[r], r == VICTIM ? 128 + SIGKILL : 0);
+}
+
 static void socket_host_staging(void **state)
 {
 	struct expect e = {.device_staging = false};
@@ -437,6 +521,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(copies_counted_not_redone, setup, teardown),
 		cmocka_unit_test_setup_teardown(socket_host_staging, setup, teardown),
 		cmocka_unit_test_setup_teardown(one_rank_device, setup, teardown),
+		cmocka_unit_test_setup_teardown(failure_with_device_work, setup, teardown),
 	};
 	int rc;
 
