@@ -194,7 +194,7 @@ check_transports() {
 	echo "multihost: $name: $nshm shm and $nsock socket connection(s), each to the right kind of peer"
 }
 
-# check_ring NAME CROSSINGS: the ring (each rank's "next rank" INFO line)
+# check_ring NAME CROSSINGS: the engine's ring (each rank's "next rank" line)
 # visits every rank once and crosses between hosts CROSSINGS times (the
 # number of hosts when each host's ranks are adjacent).
 check_ring() {
@@ -203,8 +203,10 @@ check_ring() {
 	n=$(cat "$dir/nranks")
 	for ((r = 0; r < n; r++)); do
 		host[r]=$(cat "$dir/r$r.host")
+		# the last comm the rank made (CollNet makes one in rank order
+		# first, to share placement, then the one in ring order)
 		next=$(sed -n 's/.*coll: rank [0-9]* of [0-9]*: .* next rank \([0-9]*\) .*/\1/p' \
-			"$dir/r$r.err" | head -n 1)
+			"$dir/r$r.err" | tail -n 1)
 		[[ -n $next ]] || { fail "$name: rank $r logged no next rank"; return; }
 		nxt[r]=$next
 	done
@@ -366,9 +368,13 @@ check_place() {
 				fail "$name: rank $r's channels use $used NIC(s) (${nics_of[$r]# }), $want are equally near"
 		fi
 	done
-	if grep -q '^# ringway-perf' "$dir/r0.out" && ! grep -q '^# place: channel' "$dir/r0.out"; then
-		# TODO(H): a failure once G's ringway-perf prints it (agreed, not landed yet)
-		echo "multihost: $name: note: ringway-perf's rank 0 does not print the placement ('# place: ...')"
+	# ringway-perf's rank 0 prints every rank's place: lines as they logged them
+	if grep -q '^# ringway-perf' "$dir/r0.out"; then
+		diff <(grep -h -o 'place: rank .*\|place: channel .*' "$dir"/r*.err | sort -u) \
+			<(sed -n 's/^# \(place: rank .*\|place: channel .*\)/\1/p' "$dir/r0.out" | sort -u) \
+			>"$dir/place.diff" ||
+			fail "$name: ringway-perf's '# place:' lines differ from the ranks' (< logged, > printed):
+$(head -n 10 "$dir/place.diff")"
 	fi
 	# the bytes went where the lines say: every NIC a hop between hosts
 	# names moved data, the others next to nothing (neighbour discovery)
@@ -435,12 +441,14 @@ else
 	check_transports 3x2-interleaved 0
 fi
 if [[ -n $collnet ]]; then
-	run 3x2-collnet 3 gpu4-nic2.xml block collnet
+	# dealt round-robin too: the CollNet comm regroups its ring by host
+	run 3x2-collnet 3 gpu4-nic2.xml interleaved collnet
 	check_ranks 3x2-collnet
 	check_transports 3x2-collnet 1
 	[[ $(cat "$work"/3x2-collnet/r*.out | grep -c ' exact$') == 6 ]] ||
 		fail "3x2-collnet: not every rank says its CollNet results are exact"
-	if have_place && grep -q 'place: rank' "$work/3x2-collnet/r0.err"; then
+	if have_place; then
+		check_ring 3x2-collnet 3
 		check_place 3x2-collnet 3 gpu4-nic2.xml
 	fi
 else
