@@ -64,8 +64,31 @@ static uint64_t host_hash(const struct rw_shm_host_id *id)
 	return h;
 }
 
+uint64_t rw_place_host_id(void)
+{
+	struct rw_shm_host_id id;
+	char host[RW_TOPO_HOSTNAME_MAX] = "?";
+
+	if (rw_shm_host_id_get(&id) == 0)
+		return host_hash(&id);
+	memset(&id, 0, sizeof(id));
+	gethostname(host, sizeof(host) - 1);
+	snprintf((char *)id.boot_id, sizeof(id.boot_id), "%.15s", host);
+	return host_hash(&id); /* the hostname alone */
+}
+
+int rw_place_local_rank(const uint64_t *ids, int rank)
+{
+	int n = 0;
+
+	for (int r = 0; r < rank; r++)
+		n += ids[r] == ids[rank];
+	return n;
+}
+
 /* This rank's GPU in t (-1: none); *how says where it came from. */
-static int pick_gpu(const struct rw_config *cfg, const struct rw_topo *t, char *how, size_t len)
+static int pick_gpu(const struct rw_config *cfg, const struct rw_topo *t, int hint, char *how,
+		    size_t len)
 {
 	int ngpus = rw_topo_gpu_count(t);
 	const char *local = launcher("LOCAL_RANK"), *cvd = launcher("CUDA_VISIBLE_DEVICES");
@@ -76,6 +99,8 @@ static int pick_gpu(const struct rw_config *cfg, const struct rw_topo *t, char *
 	if (!local)
 		local = launcher("OMPI_COMM_WORLD_LOCAL_RANK");
 	have_local = parse_int(local, &lr);
+	if (!have_local && hint >= 0)
+		lr = hint;
 	if (!ngpus) {
 		snprintf(how, len, "no GPU in the topology");
 		return -1;
@@ -114,6 +139,12 @@ static int pick_gpu(const struct rw_config *cfg, const struct rw_topo *t, char *
 	if (have_local) {
 		snprintf(how, len, "local rank %ld of the topology's %d GPUs", lr, ngpus);
 		return (int)(lr % ngpus);
+	}
+	if (hint >= 0) {
+		snprintf(how, len,
+			 "rank %d of this host at the rendezvous, of the topology's %d GPUs", hint,
+			 ngpus);
+		return hint % ngpus;
 	}
 	snprintf(how, len, "no LOCAL_RANK, CUDA_VISIBLE_DEVICES or RINGWAY_GPU");
 	return -1;
@@ -163,9 +194,8 @@ static void append(char *buf, size_t len, const char *what)
 }
 
 int rw_place_local(const struct rw_config *cfg, struct rw_net *net, bool by_topo, int nchannels,
-		   struct rw_topo_place_rank *me, struct rw_topo_place_chan *ch)
+		   int local_rank, struct rw_topo_place_rank *me, struct rw_topo_place_chan *ch)
 {
-	struct rw_shm_host_id id;
 	struct rw_topo *t = NULL;
 	char host[RW_TOPO_HOSTNAME_MAX] = "?", how[160] = "", dev0[RW_TOPO_NAME_MAX];
 	int gpu = -1, rc;
@@ -175,13 +205,7 @@ int rw_place_local(const struct rw_config *cfg, struct rw_net *net, bool by_topo
 	me->ring_rank = -1;
 	gethostname(host, sizeof(host) - 1);
 	snprintf(me->hostname, sizeof(me->hostname), "%s", host);
-	if (rw_shm_host_id_get(&id) == 0) {
-		me->host = host_hash(&id);
-	} else {
-		memset(&id, 0, sizeof(id));
-		snprintf((char *)id.boot_id, sizeof(id.boot_id), "%.15s", host);
-		me->host = host_hash(&id); /* the hostname alone */
-	}
+	me->host = rw_place_host_id();
 	dev_name(net, 0, dev0, sizeof(dev0));
 	for (int c = 0; c < nchannels; c++) {
 		ch[c].dev = 0;
@@ -199,7 +223,7 @@ int rw_place_local(const struct rw_config *cfg, struct rw_net *net, bool by_topo
 				 strerror(-rc));
 		return rc == -ENOMEM ? rc : 0;
 	}
-	gpu = pick_gpu(cfg, t, how, sizeof(how));
+	gpu = pick_gpu(cfg, t, local_rank, how, sizeof(how));
 	if (gpu >= 0) {
 		snprintf(me->gpu, sizeof(me->gpu), "%s", rw_topo_gpu_get(t, gpu)->busid);
 		rc = rw_topo_ring_rank(t, gpu, &me->ring_rank);
@@ -334,6 +358,20 @@ static int allgather_bytes(struct rw_coll_comm *c, const void *mine, void *all, 
 						     .dtype = RW_DTYPE_UINT8});
 }
 
+/* This rank's rank on its host, from everyone's host id. */
+static int host_local_rank(struct rw_coll_comm *c, int n, int rank, int *out)
+{
+	uint64_t id = rw_place_host_id(), *ids = calloc((size_t)n, sizeof(*ids));
+	int rc = -ENOMEM;
+
+	if (ids)
+		rc = allgather_bytes(c, &id, ids, sizeof(id));
+	if (!rc)
+		*out = rw_place_local_rank(ids, rank);
+	free(ids);
+	return rc;
+}
+
 int rw_place_coll_comm(const struct rw_coll_comm_args *a, struct rw_coll_comm **c,
 		       struct rw_topo_place *p)
 {
@@ -349,7 +387,7 @@ int rw_place_coll_comm(const struct rw_coll_comm_args *a, struct rw_coll_comm **
 	int chan_dev[RW_TOPO_MAX_CHANNELS];
 	char *all;
 	bool by_topo = true, same = true;
-	int rc = -ENOMEM;
+	int rc = -ENOMEM, local = -1;
 
 	memset(p, 0, sizeof(*p));
 	mine = calloc(1, bytes);
@@ -358,7 +396,9 @@ int rw_place_coll_comm(const struct rw_coll_comm_args *a, struct rw_coll_comm **
 		goto out;
 	mine->by_topo = rw_place_by_topo(a->cfg);
 	mine->nchannels = nch;
-	rc = rw_place_local(a->cfg, a->net, mine->by_topo, nch, &mine->place, chans);
+	rc = host_local_rank(*c, n, a->rank, &local);
+	if (!rc)
+		rc = rw_place_local(a->cfg, a->net, mine->by_topo, nch, local, &mine->place, chans);
 	for (int ch = 0; !rc && ch < nch; ch++) {
 		mine->ch[ch].place = chans[ch];
 		if (chans[ch].dev != a->dev && chans[ch].nic[0] && strcmp(chans[ch].nic, "none") &&

@@ -8,8 +8,9 @@
  *   GPU      RINGWAY_GPU (bus id or index into the topology's GPUs), else
  *            CUDA_VISIBLE_DEVICES' numeric entries picked by LOCAL_RANK
  *            (or OMPI_COMM_WORLD_LOCAL_RANK) modulo their number, else
- *            LOCAL_RANK modulo the topology's GPUs; none without any (or
- *            on a host without GPU);
+ *            LOCAL_RANK modulo the topology's GPUs, else the rank's index
+ *            among the ranks of its host (from the rendezvous) modulo
+ *            them; none on a host without GPU;
  *   channels per channel rw_topo_channel_nic() for that GPU, matched to
  *            the rw_net device whose name is the NIC's netdev, RDMA device
  *            or name, else whose PCI path is the NIC's; dev 0 when none
@@ -32,14 +33,22 @@
  *  such variable). */
 bool rw_place_by_topo(const struct rw_config *cfg);
 
+/** This process's host identity (the hash placement compares). */
+uint64_t rw_place_host_id(void);
+
+/** Ranks of host ids[rank] before rank: its rank on its host. */
+int rw_place_local_rank(const uint64_t *ids, int rank);
+
 /**
- * This rank's part: *me and its nchannels channels (ch[c]).  Never fails
+ * This rank's part: *me and its nchannels channels (ch[c]).  local_rank:
+ * its rank on its host as the rendezvous found it, the GPU's index when no
+ * variable names one (-1: unknown).  Never fails
  * for want of facts: a topology that cannot be read leaves the rank
  * without GPU, every channel on device 0, the reason saying why.
  * \return 0 or -ENOMEM.
  */
 int rw_place_local(const struct rw_config *cfg, struct rw_net *net, bool by_topo, int nchannels,
-		   struct rw_topo_place_rank *me, struct rw_topo_place_chan *ch);
+		   int local_rank, struct rw_topo_place_rank *me, struct rw_topo_place_chan *ch);
 
 /** The INFO lines of rank `rank` (its own line, the rings, its hops). */
 void rw_place_log(const struct rw_topo_place *p, int rank);

@@ -318,6 +318,21 @@ out_free:
 	return rc;
 }
 
+/* This rank's rank on its host: a first round of the rendezvous with
+ * every rank's host id (8 bytes each). */
+static int local_rank(struct rw_comm *w, const struct rw_world_args *a, int *out)
+{
+	uint64_t id = rw_place_host_id(), *ids = calloc((size_t)a->nranks, sizeof(*ids));
+	int rc = -ENOMEM;
+
+	if (ids)
+		rc = rw_bootstrap_allgather(w->boot, &id, ids, sizeof(id));
+	if (!rc)
+		*out = rw_place_local_rank(ids, a->rank);
+	free(ids);
+	return rc;
+}
+
 int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 {
 	struct rw_topo_place_chan chans[RW_TOPO_MAX_CHANNELS];
@@ -325,7 +340,7 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 	struct world_blob *mine = NULL;
 	struct rw_comm *w;
 	char host[48] = "?";
-	int listen_fd = a ? a->listen_fd : -1, nch, rc;
+	int listen_fd = a ? a->listen_fd : -1, nch, local = -1, rc;
 
 	if (!a || !out || a->nranks < 1 || a->nranks > RW_MAX_RANKS || a->rank < 0 ||
 	    a->rank >= a->nranks) {
@@ -359,7 +374,10 @@ int rw_world_create(const struct rw_world_args *a, struct rw_comm **out)
 	}
 	mine->by_topo = rw_place_by_topo(&w->cfg);
 	mine->nchannels = nch;
-	rc = rw_place_local(&w->cfg, w->net, mine->by_topo, nch, &mine->place, chans);
+	rc = local_rank(w, a, &local);
+	if (!rc)
+		rc = rw_place_local(&w->cfg, w->net, mine->by_topo, nch, local, &mine->place,
+				    chans);
 	if (rc)
 		goto err_net;
 	for (int c = 0; c < nch; c++)

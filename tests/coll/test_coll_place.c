@@ -58,6 +58,7 @@ struct place_case {
 	const char *nic[NR];	 /* each rank's channel NIC expected (every channel) */
 	const char *devname[NR]; /* ... and its net device's name */
 	const char *reason_has;	 /* every hop's reason contains this, or NULL */
+	bool no_local;		 /* no LOCAL_RANK: the rendezvous finds it */
 };
 
 static int check_place(const struct place_case *pc, const struct rw_topo_place *p, int rank)
@@ -182,6 +183,9 @@ static int place_rank(const char *root, int rank, int nranks, void *arg)
 	setenv("RINGWAY_TOPO_XML", v, 1);
 	snprintf(v, sizeof(v), "%d", pc->local[rank]);
 	setenv("LOCAL_RANK", v, 1);
+	if (pc->no_local)
+		unsetenv("LOCAL_RANK");
+	unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 	unsetenv("CUDA_VISIBLE_DEVICES");
 	setenv("RINGWAY_TRANSPORT", "socket", 1);
 	setenv("RINGWAY_SOCKET_IFNAME", pc->ifname, 1);
@@ -335,6 +339,26 @@ static void two_hosts_grouped(void **state)
 	run_case(&pc);
 }
 
+/* Without LOCAL_RANK a rank's GPU is its index among its host's ranks. */
+static void two_hosts_local_rank_from_rendezvous(void **state)
+{
+	const struct place_case pc = {
+		.fixture = "gpu4-nic2.xml",
+		.local = {0, 0, 1, 1},
+		.host = {1, 2, 1, 2},
+		.no_local = true,
+		.ifname = "lo",
+		.order = {0, 2, 1, 3},
+		.crossings = 2,
+		.nic = {"mlx5_0", "mlx5_0", "mlx5_0", "mlx5_0"},
+	};
+
+	(void)state;
+	if (!can_unshare(CLONE_NEWUTS))
+		skip();
+	run_case(&pc);
+}
+
 static void two_hosts_placement_rank(void **state)
 {
 	const struct place_case pc = {
@@ -449,6 +473,7 @@ int main(void)
 		cmocka_unit_test(nvlink_neighbours_adjacent),
 		cmocka_unit_test(devices_per_channel),
 		cmocka_unit_test(two_hosts_grouped),
+		cmocka_unit_test(two_hosts_local_rank_from_rendezvous),
 		cmocka_unit_test(two_hosts_placement_rank),
 		cmocka_unit_test(collnet_placed),
 	};

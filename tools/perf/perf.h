@@ -53,8 +53,7 @@ struct perf_ranks {
 int perf_ranks_from_env(struct perf_ranks *out);
 
 /**
- * --local N: fork N ranks on this host (each with LOCAL_RANK set to its
- * rank, as a launcher would), run body(ranks) in each, wait.
+ * --local N: fork N ranks on this host, run body(ranks) in each, wait.
  * \return 0 when every rank exited 0.
  */
 int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), void *arg);

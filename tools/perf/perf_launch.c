@@ -138,13 +138,7 @@ int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), v
 			struct perf_ranks pr = {.rank = r, .nranks = n, .how = "--local"};
 			int rc;
 
-			char local[16];
-
 			snprintf(pr.root, sizeof(pr.root), "127.0.0.1:%d", port);
-			/* as a launcher would: the rank on this host picks its GPU
-			 * for placement (coll/place.h) */
-			snprintf(local, sizeof(local), "%d", r);
-			setenv("LOCAL_RANK", local, 1);
 			rc = body(&pr, arg);
 			fflush(NULL);
 			_exit(rc ? 1 : 0);
