@@ -434,7 +434,9 @@ int rw_place_coll_comm(const struct rw_coll_comm_args *a, struct rw_coll_comm **
 		}
 	}
 	p->by_topo = by_topo;
-	rw_topo_place_ring(p);
+	rc = rw_topo_place_ring(p);
+	if (rc)
+		goto out;
 	rw_place_log(p, a->rank);
 	for (int i = 0; i < n; i++)
 		same &= p->order[i] == i;

@@ -294,7 +294,9 @@ static int exchange(struct rw_comm *w, const struct rw_world_args *a, struct rw_
 			chan_handles[(size_t)r * (size_t)nch + (size_t)c] = wc->handle;
 		}
 	}
-	rw_topo_place_ring(p);
+	rc = rw_topo_place_ring(p);
+	if (rc)
+		goto out_free;
 	rw_place_log(p, a->rank);
 	for (int c = 0; c < nch; c++) {
 		chan_dev[c] = rw_topo_place_chan_of(p, a->rank, c)->dev;

@@ -39,46 +39,68 @@ void rw_topo_place_free(struct rw_topo_place *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static const struct rw_topo_place *sort_place; /* qsort has no argument */
+struct sort_key {
+	uint64_t host;
+	int hidx, ring, rank;
+};
 
-/* Hosts by their index, then the host's ring, then rank. */
-static int cmp_rank(const void *pa, const void *pb)
+static int cmp_host(const void *pa, const void *pb)
 {
-	const struct rw_topo_place *p = sort_place;
-	int a = *(const int *)pa, b = *(const int *)pb;
-	int ka = p->rank[a].ring_rank, kb = p->rank[b].ring_rank;
+	const struct sort_key *a = pa, *b = pb;
 
-	if (p->host_of[a] != p->host_of[b])
-		return p->host_of[a] - p->host_of[b];
-	/* ranks without GPU after those with one */
-	if (ka != kb)
-		return ka < 0 ? 1 : kb < 0 ? -1 : ka - kb;
-	return a - b;
+	if (a->host != b->host)
+		return a->host < b->host ? -1 : 1;
+	return a->rank - b->rank;
 }
 
-void rw_topo_place_ring(struct rw_topo_place *p)
+/* Hosts by their index, then the host's ring (ranks without GPU after
+ * those with one), then rank. */
+static int cmp_ring(const void *pa, const void *pb)
+{
+	const struct sort_key *a = pa, *b = pb;
+
+	if (a->hidx != b->hidx)
+		return a->hidx - b->hidx;
+	if (a->ring != b->ring)
+		return a->ring < 0 ? 1 : b->ring < 0 ? -1 : a->ring - b->ring;
+	return a->rank - b->rank;
+}
+
+int rw_topo_place_ring(struct rw_topo_place *p)
 {
 	int n = p->nranks;
+	struct sort_key *keys = calloc((size_t)n, sizeof(*keys));
+	int *leader = calloc((size_t)n, sizeof(*leader));
 
-	p->nhosts = 0;
-	for (int r = 0; r < n; r++) {
-		p->host_of[r] = -1;
-		for (int q = 0; q < r && p->host_of[r] < 0; q++)
-			if (p->rank[q].host == p->rank[r].host)
-				p->host_of[r] = p->host_of[q];
-		if (p->host_of[r] < 0)
-			p->host_of[r] = p->nhosts++;
+	if (!keys || !leader) {
+		free(keys);
+		free(leader);
+		return -ENOMEM;
 	}
+	/* each rank's host leader (its lowest rank); hosts numbered by it */
 	for (int r = 0; r < n; r++)
-		p->order[r] = r;
-	if (p->by_topo) {
-		/* not reentrant: placement runs once per comm, under its creation */
-		sort_place = p;
-		qsort(p->order, (size_t)n, sizeof(int), cmp_rank);
-		sort_place = NULL;
+		keys[r] = (struct sort_key){.host = p->rank[r].host, .rank = r};
+	qsort(keys, (size_t)n, sizeof(*keys), cmp_host);
+	for (int i = 0, first = 0; i < n; i++) {
+		if (i == 0 || keys[i].host != keys[i - 1].host)
+			first = keys[i].rank;
+		leader[keys[i].rank] = first;
 	}
-	for (int i = 0; i < n; i++)
+	p->nhosts = 0;
+	for (int r = 0; r < n; r++)
+		p->host_of[r] = leader[r] == r ? p->nhosts++ : p->host_of[leader[r]];
+	for (int r = 0; r < n; r++)
+		keys[r] = (struct sort_key){
+			.hidx = p->host_of[r], .ring = p->rank[r].ring_rank, .rank = r};
+	if (p->by_topo)
+		qsort(keys, (size_t)n, sizeof(*keys), cmp_ring);
+	for (int i = 0; i < n; i++) {
+		p->order[i] = keys[i].rank;
 		p->pos[p->order[i]] = i;
+	}
+	free(keys);
+	free(leader);
+	return 0;
 }
 
 int rw_topo_place_crossings(const struct rw_topo_place *p)
@@ -198,6 +220,8 @@ int rw_topo_place_simulate(const struct rw_topo *t, int nhosts, int nranks, int 
 			return rc;
 		}
 	}
-	rw_topo_place_ring(p);
-	return 0;
+	rc = rw_topo_place_ring(p);
+	if (rc)
+		rw_topo_place_free(p);
+	return rc;
 }

@@ -59,8 +59,9 @@ int rw_topo_place_alloc(struct rw_topo_place *p, int nranks, int nchannels, bool
 /** Free what alloc took; p may be zeroed. */
 void rw_topo_place_free(struct rw_topo_place *p);
 
-/** Compute order, pos, host_of, nhosts from rank[] (see above). */
-void rw_topo_place_ring(struct rw_topo_place *p);
+/** Compute order, pos, host_of, nhosts from rank[] (see above); n log n.
+ *  \return 0 or -ENOMEM. */
+int rw_topo_place_ring(struct rw_topo_place *p);
 
 static inline struct rw_topo_place_chan *rw_topo_place_chan_of(const struct rw_topo_place *p,
 							       int rank, int ch)

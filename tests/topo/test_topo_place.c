@@ -120,7 +120,7 @@ static void job_ring_groups_hosts(void **state)
 		p.rank[r].host = host[r];
 		p.rank[r].ring_rank = ring[r];
 	}
-	rw_topo_place_ring(&p);
+	assert_int_equal(rw_topo_place_ring(&p), 0);
 	assert_int_equal(p.nhosts, 3);
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(p.order[i], want[i]);
@@ -130,7 +130,7 @@ static void job_ring_groups_hosts(void **state)
 	assert_int_equal(rw_topo_place_crossings(&p), 3);
 	/* RINGWAY_PLACEMENT=rank: rank order, however many crossings */
 	p.by_topo = false;
-	rw_topo_place_ring(&p);
+	assert_int_equal(rw_topo_place_ring(&p), 0);
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(p.order[i], i);
 	assert_int_equal(rw_topo_place_crossings(&p), 5);
@@ -138,7 +138,7 @@ static void job_ring_groups_hosts(void **state)
 
 	/* one host: no crossing */
 	assert_int_equal(rw_topo_place_alloc(&p, 3, 2, true), 0);
-	rw_topo_place_ring(&p);
+	assert_int_equal(rw_topo_place_ring(&p), 0);
 	assert_int_equal(p.nhosts, 1);
 	assert_int_equal(rw_topo_place_crossings(&p), 0);
 	rw_topo_place_free(&p);
