@@ -36,7 +36,7 @@ PLACE_OFF=${PLACE_OFF:-RINGWAY_PLACEMENT=rank} # what turns placement off
 RUNS=${RUNS:-"block placed ignored"}
 port=29600
 
-# shellcheck source=../tests/multihost/hosts.sh
+# shellcheck source=tests/multihost/hosts.sh
 source "$here/../tests/multihost/hosts.sh"
 why=$(mh_unusable)
 [[ -z $why ]] || { echo "multihost_links: $why" >&2; exit 1; }

@@ -108,6 +108,7 @@ mh_setup() {
 mh_exec() {
 	local h=$1 name=$2
 	shift 2
+	# shellcheck disable=SC2016 # expanded by that sh
 	ip netns exec "$mh_prefix-h$h" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$name" "$@"
 }
 

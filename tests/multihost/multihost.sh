@@ -37,7 +37,7 @@ work=$4
 collnet=${5:-}
 plugin=${6:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=hosts.sh
+# shellcheck source=tests/multihost/hosts.sh
 source "$here/hosts.sh"
 
 RANK_TIMEOUT_S=${RANK_TIMEOUT_S:-90}
@@ -357,12 +357,13 @@ check_place() {
 		# spread: as many NICs as channels, up to the equally near ones of the pick's kind
 		if [[ -n ${nics_of[$r]:-} ]]; then
 			bus=${gpu_of[$r]} g=${f_gpu[${gpu_of[$r]}]}
-			local want=0 used
+			local want=0 used list
 			for nic in "${!f_netdev[@]}"; do
 				[[ ${f_path[$g.$nic]:-} == "${f_path[$g.${f_pick[$bus]}]}" &&
 					${f_kind[$nic]} == "${f_kind[${f_pick[$bus]}]}" ]] && want=$((want + 1))
 			done
-			used=$(printf '%s\n' ${nics_of[$r]} | sort -u | wc -l)
+			read -r -a list <<<"${nics_of[$r]}"
+			used=$(printf '%s\n' "${list[@]}" | sort -u | wc -l)
 			((want > nch)) && want=$nch
 			((used == want)) ||
 				fail "$name: rank $r's channels use $used NIC(s) (${nics_of[$r]# }), $want are equally near"
