@@ -57,6 +57,17 @@ check "hgx8: ring leaves by mlx5_7" grep -q 'gpu7 -> nic8 \[color=red' "$d"
 check "hgx8: GPU 1 -> mlx5_1" grep -q '0000:0f:00.0 → mlx5_1: same PCIe switch' "$out/hgx8-2s-4sw.txt"
 check "dgx1v: NVLink edges" test "$(grep -c 'label="NVL' "$out/dgx1v-nvlink.dot")" -eq 16
 
+# --ranks: the placement rw_comm_init makes, in its INFO log's words
+p="$out/hgx8-place.txt"
+RINGWAY_NCHANNELS=2 "$tool" --xml "$fixtures/hgx8-2s-4sw.xml" --hosts 2 --ranks 4 >"$p" 2>&1
+check "--ranks: exit 0 (got $?)" test $? -eq 0
+check "--ranks: hosts grouped" grep -q '^place: channel 0 ring 0 2 1 3 (2 host crossings)$' "$p"
+check "--ranks: a line per rank" test "$(grep -c '^place: rank [0-9] of 4: host' "$p")" -eq 4
+check "--ranks: channel 1 spread to mlx5_1" \
+  grep -q '^place: channel 1 rank 0 -> rank 2 over NIC mlx5_1 (net dev - ib1): same PCIe switch (PIX, 31.5 GB/s); spread' "$p"
+"$tool" --ranks 0 >/dev/null 2>&1
+check "--ranks 0: exit 2 (got $?)" test $? -eq 2
+
 # bad input: a clear message and exit 1, never a crash
 "$tool" --xml "$out/does-not-exist.xml" >"$out/missing.txt" 2>&1
 check "missing XML: exit 1 (got $?)" test $? -eq 1
