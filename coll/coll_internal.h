@@ -53,7 +53,8 @@ struct rw_coll_link {
 	struct rw_net_comm *comm;
 	int peer;
 	bool is_send;
-	int id; /**< channel, RW_LINK_CTRL_* or RW_LINK_PS */
+	int id;	 /**< channel, RW_LINK_CTRL_* or RW_LINK_PS */
+	int dev; /**< the net device it was made on (coll_conn.c) */
 	struct rw_coll_ctl *ctl;
 	struct rw_net_req *ctl_req; /**< the hello, or an incoming control message */
 	/* outgoing control links: tokens and the notice in flight */

@@ -97,13 +97,15 @@ void rw_coll_stage_device_free(struct rw_coll_stage *s)
  * comm (under auto, shm or the network one). */
 static bool link_cuda(const struct rw_coll_comm *c, int l)
 {
-	struct rw_net_comm *comm = c->links[l].comm;
+	const struct rw_coll_link *link = &c->links[l];
+	struct rw_net_comm *comm = link->comm;
 	struct rw_net_props p;
 	int ndev = 0, dev;
 
 	if (!comm || rw_net_devices(comm->net, &ndev) || ndev < 1)
 		return false;
-	dev = c->dev < ndev ? c->dev : 0;
+	/* shm (under auto too) has one device */
+	dev = link->dev >= 0 && link->dev < ndev ? link->dev : 0;
 	if (rw_net_get_properties(comm->net, dev, &p))
 		return false;
 	return (p.ptr_support & RW_PTR_CUDA) != 0;
