@@ -247,7 +247,8 @@ topo_facts() {
 # against where the ranks run and what ringway-topo says of FIXTURE.
 check_place() {
 	local name=$1 nhosts=$2 fixture=$3 mode=${4:-topo} dir=$work/$1
-	local n r h line ring="" ring0="" nch=0 c p cross g bus nic netdev k before=$failures
+	local n r h line ring="" ring0="" nch=0 c p cross g bus nic devno netdev k before=$failures
+	fallbacks=0
 	local -A f_netdev=() f_kind=() f_gpu=() f_path=() f_pick=() f_words=()
 	local -A ghost=() hostg=() gpu_of=() nics_of=() used_dev=()
 	local -a host=() pos=() ringv=()
@@ -324,7 +325,7 @@ check_place() {
 			[[ $line =~ place:\ channel\ ([0-9]+)\ rank\ $r\ -\>\ rank\ ([0-9]+)\ over\ NIC\ ([^ ]+)\ \(net\ dev\ ([0-9]+)\ ([^\)]*)\):\ (.*) ]] ||
 				continue
 			seen=$((seen + 1))
-			c=${BASH_REMATCH[1]} nic=${BASH_REMATCH[3]} netdev=${BASH_REMATCH[5]}
+			c=${BASH_REMATCH[1]} nic=${BASH_REMATCH[3]} devno=${BASH_REMATCH[4]} netdev=${BASH_REMATCH[5]}
 			local why=${BASH_REMATCH[6]}
 			[[ ${BASH_REMATCH[2]} == "${next_of[$r]}" ]] ||
 				fail "$name: channel $c: rank $r sends to ${BASH_REMATCH[2]}, its next is ${next_of[$r]}"
@@ -332,8 +333,8 @@ check_place() {
 			((nexth == host[r])) && continue # inside a host: shm, whatever the NIC
 			used_dev[$netdev]=1
 			if [[ $mode == rank ]]; then
-				[[ ${BASH_REMATCH[4]} == 0 ]] ||
-					fail "$name: channel $c rank $r: RINGWAY_PLACEMENT=rank, but net dev ${BASH_REMATCH[4]}"
+				[[ $devno == 0 ]] ||
+					fail "$name: channel $c rank $r: RINGWAY_PLACEMENT=rank, but net dev $devno"
 				continue
 			fi
 			bus=${gpu_of[$r]}
@@ -342,8 +343,16 @@ check_place() {
 				fail "$name: rank $r's GPU '$bus' is not one of $fixture's"
 				continue
 			fi
-			[[ $netdev == "${f_netdev[$nic]:-?}" ]] ||
-				fail "$name: channel $c rank $r: NIC $nic through net dev '$netdev', its netdev is ${f_netdev[$nic]:-unknown}"
+			if [[ $netdev != "${f_netdev[$nic]:-?}" ]]; then
+				# a NIC this host lacks: dev 0, and the reason says so
+				if [[ " ${mh_nics[*]} " != *" ${f_netdev[$nic]:-?} "* &&
+					$devno == 0 && $netdev == "${mh_nics[0]}" &&
+					$why == *"; no net device named ${f_netdev[$nic]:-?}, using dev 0" ]]; then
+					fallbacks=$((fallbacks + 1))
+				else
+					fail "$name: channel $c rank $r: NIC $nic through net dev '$netdev', its netdev is ${f_netdev[$nic]:-unknown}"
+				fi
+			fi
 			[[ $why == "${f_words[$bus]}"* ]] ||
 				fail "$name: channel $c rank $r: reason '$why', ringway-topo says '${f_words[$bus]}'"
 			if [[ $nic != "${f_pick[$bus]}" ]]; then
@@ -421,6 +430,19 @@ check_transports 2x2-types 1
 [[ $(awk '/^ +[0-9]/ { n++ } END { print n + 0 }' "$work/2x2-types/r0.out") -ge 20 ]] ||
 	fail "2x2-types: fewer than 20 datatype x reduction rows"
 mh_teardown
+
+# hosts lacking a NIC the fixture names (only ib0): those channels fall back
+# to net dev 0 and say so
+if have_place; then
+	mh_setup "$base-$$-c" 2 "ib0" || { echo "multihost: setting up 2 hosts failed" >&2; exit 1; }
+	run 2x2-missing-nic 2 hgx8-2s-4sw.xml block --coll allreduce -b 4M -e 4M "${iters[@]}"
+	check_results 2x2-missing-nic 1
+	check_transports 2x2-missing-nic 1
+	check_ring 2x2-missing-nic 2
+	check_place 2x2-missing-nic 2 hgx8-2s-4sw.xml
+	((fallbacks > 0)) || fail "2x2-missing-nic: no hop fell back to net dev 0 for want of ib1"
+	mh_teardown
+fi
 
 # 3 hosts, ranks dealt round-robin (rank r on host r % 3), another fixture
 mh_setup "$base-$$-b" 3 "ib0 ib1" || { echo "multihost: setting up 3 hosts failed" >&2; exit 1; }
