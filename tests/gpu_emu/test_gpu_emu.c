@@ -48,6 +48,17 @@ static void gate_open(struct gate *g)
 	__atomic_store_n(&g->open, 1, __ATOMIC_RELEASE);
 }
 
+/* Gates live here, never reused: a test that fails with a gate closed
+ * leaves no stream behind on it (teardown opens them all). */
+static struct gate gates[32];
+static unsigned int ngates;
+
+static struct gate *gate_new(void)
+{
+	assert_true(ngates < RW_ARRAY_SIZE(gates));
+	return &gates[ngates++];
+}
+
 /* Poll until fn answers something but -EAGAIN (bounded). */
 static int poll_until_done(int (*fn)(void *), void *obj)
 {
@@ -69,6 +80,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
+	for (unsigned int i = 0; i < ngates; i++)
+		gate_open(&gates[i]);
 	RW_TEST_ASSERT_LOG_CLEAN();
 	return 0;
 }
@@ -251,7 +264,7 @@ static int event_query_fn(void *e)
  * slow op runs before it; the event answers -EAGAIN until then. */
 static void stream_runs_in_order(void **state)
 {
-	struct gate slow = {0}, fast = {0};
+	struct gate *slow = gate_new(), *fast = gate_new();
 	const size_t n = 4096;
 	char *src = malloc(n), *dst = calloc(1, n), *zero = calloc(1, n), *d;
 	void *s, *ev, *never;
@@ -266,24 +279,24 @@ static void stream_runs_in_order(void **state)
 	assert_int_equal(rw_cuda_event_query(never), 0); /* never recorded: complete */
 	assert_int_equal(rw_cuda_stream_query(s), 0);
 	ran_count = 0;
-	fast.open = 1;
-	assert_int_equal(rw_cuda_launch_host(s, gate_fn, &slow), 0);
+	fast->open = 1;
+	assert_int_equal(rw_cuda_launch_host(s, gate_fn, slow), 0);
 	assert_int_equal(rw_cuda_memcpy_async(d, src, n, s), 0);
-	assert_int_equal(rw_cuda_launch_host(s, gate_fn, &fast), 0);
+	assert_int_equal(rw_cuda_launch_host(s, gate_fn, fast), 0);
 	assert_int_equal(rw_cuda_event_record(ev, s), 0);
 	assert_int_equal(rw_cuda_memcpy_async(dst, d, n, s), 0);
 
 	/* the slow op holds everything behind it */
 	assert_int_equal(rw_cuda_event_query(ev), -EAGAIN);
 	assert_int_equal(rw_cuda_stream_query(s), -EAGAIN);
-	assert_int_equal(__atomic_load_n(&fast.ran, __ATOMIC_ACQUIRE), 0);
+	assert_int_equal(__atomic_load_n(&fast->ran, __ATOMIC_ACQUIRE), 0);
 	assert_memory_equal(dst, zero, n);
 
-	gate_open(&slow);
+	gate_open(slow);
 	assert_int_equal(poll_until_done(event_query_fn, ev), 0);
 	assert_int_equal(poll_until_done(stream_query_fn, s), 0);
-	assert_int_equal(slow.order, 0);
-	assert_int_equal(fast.order, 1);
+	assert_int_equal(slow->order, 0);
+	assert_int_equal(fast->order, 1);
 	assert_memory_equal(dst, src, n);
 
 	rw_cuda_event_destroy(never);
@@ -297,7 +310,7 @@ static void stream_runs_in_order(void **state)
 
 static void events_sync_and_time(void **state)
 {
-	struct gate g = {0};
+	struct gate *g = gate_new();
 	void *s, *e1, *e2;
 	float ms = -1;
 
@@ -308,29 +321,29 @@ static void events_sync_and_time(void **state)
 	rw_test_log_expect("never recorded");
 	assert_int_equal(rw_cuda_event_elapsed_ms(e1, e2, &ms), -EINVAL);
 	assert_int_equal(rw_cuda_event_record(e1, s), 0);
-	assert_int_equal(rw_cuda_launch_host(s, gate_fn, &g), 0);
+	assert_int_equal(rw_cuda_launch_host(s, gate_fn, g), 0);
 	assert_int_equal(rw_cuda_event_record(e2, s), 0);
 	assert_int_equal(rw_cuda_event_elapsed_ms(e1, e2, &ms), -EAGAIN);
 	assert_int_equal(rw_cuda_event_query(e2), -EAGAIN);
-	gate_open(&g);
+	gate_open(g);
 	assert_int_equal(rw_cuda_event_sync(e2), 0);
 	assert_int_equal(rw_cuda_event_query(e1), 0);
 	assert_int_equal(rw_cuda_event_elapsed_ms(e1, e2, &ms), 0);
 	assert_true(ms >= 0);
 	/* recorded again: pending again until the stream gets there */
-	memset(&g, 0, sizeof(g));
-	assert_int_equal(rw_cuda_launch_host(s, gate_fn, &g), 0);
+	g = gate_new();
+	assert_int_equal(rw_cuda_launch_host(s, gate_fn, g), 0);
 	assert_int_equal(rw_cuda_event_record(e2, s), 0);
 	assert_int_equal(rw_cuda_event_query(e2), -EAGAIN);
-	gate_open(&g);
+	gate_open(g);
 	assert_int_equal(rw_cuda_stream_sync(s), 0);
 	assert_int_equal(rw_cuda_event_query(e2), 0);
 	/* an event destroyed while its record is pending is freed later */
-	memset(&g, 0, sizeof(g));
-	assert_int_equal(rw_cuda_launch_host(s, gate_fn, &g), 0);
+	g = gate_new();
+	assert_int_equal(rw_cuda_launch_host(s, gate_fn, g), 0);
 	assert_int_equal(rw_cuda_event_record(e2, s), 0);
 	rw_cuda_event_destroy(e2);
-	gate_open(&g);
+	gate_open(g);
 	assert_int_equal(rw_cuda_stream_sync(s), 0);
 	rw_cuda_event_destroy(e1);
 	rw_cuda_stream_destroy(s);
@@ -339,7 +352,7 @@ static void events_sync_and_time(void **state)
 /* Stream b waits for an event of stream a; the NULL stream works too. */
 static void streams_wait_for_events(void **state)
 {
-	struct gate g = {0};
+	struct gate *g = gate_new();
 	const size_t n = 10000;
 	char *src = malloc(n), *dst = calloc(1, n), *zero = calloc(1, n), *d;
 	void *a, *b, *ev;
@@ -351,14 +364,14 @@ static void streams_wait_for_events(void **state)
 	assert_int_equal(rw_cuda_stream_create(&a), 0);
 	assert_int_equal(rw_cuda_stream_create(&b), 0);
 	assert_int_equal(rw_cuda_event_create(&ev), 0);
-	assert_int_equal(rw_cuda_launch_host(a, gate_fn, &g), 0);
+	assert_int_equal(rw_cuda_launch_host(a, gate_fn, g), 0);
 	assert_int_equal(rw_cuda_memcpy_async(d, src, n, a), 0);
 	assert_int_equal(rw_cuda_event_record(ev, a), 0);
 	assert_int_equal(rw_cuda_stream_wait_event(b, ev), 0);
 	assert_int_equal(rw_cuda_memcpy_async(dst, d, n, b), 0);
 	assert_int_equal(rw_cuda_stream_query(b), -EAGAIN);
 	assert_memory_equal(dst, zero, n);
-	gate_open(&g);
+	gate_open(g);
 	assert_int_equal(rw_cuda_stream_sync(b), 0);
 	assert_memory_equal(dst, src, n);
 
