@@ -208,7 +208,6 @@ struct rw_coll_comm {
 	struct rw_coll_stage *stage;	/**< per channel */
 	struct rw_coll_stage *ps_stage; /**< per ps recv link, or NULL */
 	int nps;			/**< ps link pairs */
-	int ndev_ops;			/**< device collectives ever run */
 	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */

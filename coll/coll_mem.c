@@ -167,7 +167,6 @@ int rw_coll_stage_device(struct rw_coll_comm *c)
 			return rc;
 		}
 	}
-	c->ndev_ops++;
 	c->stats.dev_collectives++;
 	for (int ch = 0; ch < c->nchannels; ch++)
 		if (c->stage[ch].recv_dev && c->stage[ch].send_dev)
