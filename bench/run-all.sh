@@ -22,6 +22,8 @@ echo "=== allreduce: 2 ranks, ringway over shm vs Open MPI's shared-memory path 
 if [[ $(id -u) -eq 0 ]]; then
   echo "=== ring vs ps behind shaped 1 Gbit/s links (network namespaces) ==="
   "$here/allreduce_links.sh" "$build"
+  echo "=== placement: 2 hosts x 2 ranks behind shaped 1 Gbit/s links, placed vs rank order ==="
+  "$here/multihost_links.sh" "$build"
 fi
 echo "=== host reduction kernels ==="
 "$build/tools/reduce-bench/ringway-reduce-bench" -d float32,float16,bfloat16 -o sum --host-only
