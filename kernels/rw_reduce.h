@@ -126,6 +126,9 @@ int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype, unsi
  * -EINVAL for bad arguments, -ENOTSUP in a build without CUDA, -ENODEV
  * without a usable GPU, or the errno of the launch failure (logged with
  * CUDA's message).  Errors of the kernel itself surface on the stream.
+ * Under the host-emulated GPU (gpu/rw_gpu_emu.h, tests) the host kernels
+ * run on the stream's thread in stream order, with the same bits; a buffer
+ * in pageable host memory gives -EFAULT there (a GPU kernel would fault).
  */
 int rw_reduce_dev(void *dst, const void *a, const void *b, size_t count, enum rw_dtype dtype,
 		  enum rw_op op, void *stream);
