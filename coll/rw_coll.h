@@ -108,6 +108,22 @@ struct rw_coll_settings {
 };
 void rw_coll_comm_settings(const struct rw_coll_comm *c, struct rw_coll_settings *out);
 
+/** What the engine's data path did since the comm was made (every
+ *  collective; tests read it through rw_coll_comm_stats()). */
+struct rw_coll_stats {
+	uint64_t host_copies;	   /**< chunks copied between device and host memory */
+	uint64_t dev_copies;	   /**< chunks copied device to device */
+	uint64_t kernels;	   /**< reductions enqueued on a device */
+	uint64_t chunks_sent;	   /**< data messages posted */
+	uint64_t chunks_recv;	   /**< data messages received */
+	uint64_t dev_collectives;  /**< collectives on device buffers */
+	uint64_t dev_channels;	   /**< channels whose links both move device memory */
+	uint64_t dev_waits;	   /**< polls that found device work still running */
+	uint64_t dev_inflight_max; /**< most chunks of one channel in device work at once */
+};
+
+void rw_coll_comm_stats(const struct rw_coll_comm *c, struct rw_coll_stats *out);
+
 /**
  * Register [data, data + size) of memory type (RW_PTR_HOST/CUDA) on every
  * connection, for collectives that pass it in rw_coll_args.  Optional: a

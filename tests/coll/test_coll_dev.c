@@ -20,7 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "coll/coll_internal.h"
+#include "coll/rw_coll.h"
+#include "common/rw_common.h"
 #include "coll_test.h"
 #include "common/rw_log.h"
 #include "gpu/rw_cuda.h"
