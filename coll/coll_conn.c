@@ -32,6 +32,7 @@ struct pending {
 	struct rw_net_comm *comm;
 	struct rw_coll_ctl *ctl;
 	struct rw_net_req *req;
+	int dev; /* the net device of the listener it arrived on */
 };
 
 static int ctl_open(struct rw_net_comm *comm, struct rw_coll_ctl **out)
@@ -97,6 +98,7 @@ static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l,
 		rc = rw_net_connect(c->net, dev, handle, &l->comm);
 		if (rc || !l->comm)
 			return rc;
+		l->dev = dev;
 		*progressed = true;
 		rc = ctl_open(l->comm, &l->ctl);
 		if (rc)
@@ -174,6 +176,7 @@ static int pending_step(struct rw_coll_comm *c, struct pending *p, bool *progres
 	}
 	l->comm = p->comm;
 	l->ctl = p->ctl;
+	l->dev = p->dev;
 	p->comm = NULL;
 	p->ctl = NULL;
 	return 1;
@@ -214,20 +217,24 @@ int rw_coll_links_connect_args(struct rw_coll_comm *c, const struct rw_coll_comm
 {
 	uint64_t deadline = rw_now_ms() + (uint64_t)c->timeout_ms;
 	struct rw_net_listen *listens[RW_COLL_MAX_LISTENS];
+	int listen_dev[RW_COLL_MAX_LISTENS];
 	unsigned nrecv = 0;
 	int accepted = 0, left = c->nlinks, nlisten = 0, turn = 0, rc = 0;
 	struct pending *pend;
 	bool *ready;
 
 	/* the listeners connections arrive on: the comm's, and the channels' */
+	listen_dev[nlisten] = c->dev;
 	listens[nlisten++] = a->listen;
 	for (int ch = 0; a->chan_listen && ch < c->nchannels; ch++) {
 		bool seen = false;
 
 		for (int i = 0; i < nlisten; i++)
 			seen |= listens[i] == a->chan_listen[ch];
-		if (!seen && a->chan_listen[ch] && nlisten < RW_COLL_MAX_LISTENS)
+		if (!seen && a->chan_listen[ch] && nlisten < RW_COLL_MAX_LISTENS) {
+			listen_dev[nlisten] = a->chan_dev ? a->chan_dev[ch] : c->dev;
 			listens[nlisten++] = a->chan_listen[ch];
+		}
 	}
 	for (int i = 0; i < c->nlinks; i++)
 		nrecv += !c->links[i].is_send;
@@ -259,6 +266,7 @@ int rw_coll_links_connect_args(struct rw_coll_comm *c, const struct rw_coll_comm
 			rc = rw_net_accept(listens[turn], &comm);
 			if (!rc && comm) {
 				pend[accepted].comm = comm;
+				pend[accepted].dev = listen_dev[turn];
 				rc = ctl_open(comm, &pend[accepted].ctl);
 				accepted++;
 				progressed = true;
