@@ -52,6 +52,7 @@ struct rw_emu {
 	int ndevices;
 	unsigned int flags;
 	unsigned int delay_us;
+	char busid[RW_GPU_EMU_MAX_DEVICES][RW_GPU_EMU_BUSID_LEN];
 	pid_t pid; /* of this process (reset after fork) */
 	uint64_t next_id;
 	pthread_mutex_t lock;
@@ -111,6 +112,7 @@ int rw_emu_device_count(int *count);
 enum rw_mem_kind rw_emu_mem_kind(const void *ptr);
 int rw_emu_ptr_device(const void *ptr);
 int rw_emu_set_device(int dev);
+int rw_emu_device_busid(int dev, char *buf, size_t len);
 int rw_emu_get_device(int *dev);
 int rw_emu_malloc(void **ptr, size_t bytes);
 void rw_emu_free(void *ptr);

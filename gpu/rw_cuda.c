@@ -2,6 +2,7 @@
 /* The CUDA runtime helpers of rw_cuda.h (a build with CUDA). */
 #include "gpu/rw_cuda.h"
 
+#include <ctype.h>
 #include <errno.h>
 
 #include <cuda_runtime_api.h>
@@ -99,6 +100,21 @@ int rw_cuda_ptr_device(const void *ptr)
 	if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
 		return -1;
 	return attr.device;
+}
+
+int rw_cuda_device_busid(int dev, char *buf, size_t len)
+{
+	RW_EMU_ROUTE(rw_emu_device_busid(dev, buf, len));
+	cudaError_t e;
+
+	if (!buf || len < 16)
+		return -EINVAL;
+	e = cudaDeviceGetPCIBusId(buf, (int)len, dev);
+	if (e != cudaSuccess)
+		return RW_CUDA_FAIL(e, "cudaDeviceGetPCIBusId(%d)", dev);
+	for (char *c = buf; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	return 0;
 }
 
 int rw_cuda_set_device(int dev)

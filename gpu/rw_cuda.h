@@ -44,6 +44,13 @@ enum rw_mem_kind rw_cuda_mem_kind(const void *ptr);
 /** Device ordinal of device or managed memory, else -1. */
 int rw_cuda_ptr_device(const void *ptr);
 
+/**
+ * PCI bus id of device dev, lower case as sysfs and the topology write it
+ * ("0000:1b:00.0"; cudaDeviceGetPCIBusId).  \param len >= 16.
+ * \return 0, -EINVAL (no such device, or len too small), -ENODEV, -ENOTSUP.
+ */
+int rw_cuda_device_busid(int dev, char *buf, size_t len);
+
 /** Make dev the calling thread's current device. */
 int rw_cuda_set_device(int dev);
 /** \param[out] dev the calling thread's current device. */

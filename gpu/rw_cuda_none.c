@@ -39,6 +39,13 @@ int rw_cuda_ptr_device(const void *ptr)
 	return -1;
 }
 
+int rw_cuda_device_busid(int dev, char *buf, size_t len)
+{
+	RW_EMU_ROUTE(rw_emu_device_busid(dev, buf, len));
+	(void)dev, (void)buf, (void)len;
+	return RW_NO_CUDA("rw_cuda_device_busid");
+}
+
 int rw_cuda_set_device(int dev)
 {
 	RW_EMU_ROUTE(rw_emu_set_device(dev));

@@ -9,7 +9,9 @@
  */
 #include "gpu/gpu_emu.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -84,6 +86,9 @@ int rw_gpu_emu_enable(int ndevices, unsigned int flags)
 		rw_emu_g.ndevices = ndevices;
 		rw_emu_g.flags = flags;
 		rw_emu_g.pid = getpid();
+		for (int d = 0; d < ndevices; d++)
+			snprintf(rw_emu_g.busid[d], sizeof(rw_emu_g.busid[d]), "0000:%02x:00.0",
+				 0xe0 + d);
 		raise_fd_limit();
 		rw_emu_cond_init(&rw_emu_g.done);
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -98,6 +103,25 @@ int rw_gpu_emu_enable(int ndevices, unsigned int flags)
 bool rw_gpu_emu_enabled(void)
 {
 	return rw_emu_on();
+}
+
+int rw_gpu_emu_set_busid(int dev, const char *busid)
+{
+	size_t n = busid ? strlen(busid) : 0;
+
+	if (!rw_emu_on() || dev < 0 || dev >= rw_emu_g.ndevices || n == 0 ||
+	    n >= RW_GPU_EMU_BUSID_LEN) {
+		RW_WARN(RW_LOG_INIT,
+			"gpu-emu: set_busid(%d, %s): need an enabled device and 1..%d "
+			"characters",
+			dev, busid ? busid : "NULL", RW_GPU_EMU_BUSID_LEN - 1);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&rw_emu_g.lock);
+	for (size_t i = 0; i <= n; i++)
+		rw_emu_g.busid[dev][i] = (char)tolower((unsigned char)busid[i]);
+	pthread_mutex_unlock(&rw_emu_g.lock);
+	return 0;
 }
 
 void rw_gpu_emu_set_delay_us(unsigned int us)
@@ -334,6 +358,21 @@ int rw_emu_set_device(int dev)
 		return -ENODEV;
 	}
 	tls_device = dev;
+	return 0;
+}
+
+int rw_emu_device_busid(int dev, char *buf, size_t len)
+{
+	if (dev < 0 || dev >= rw_emu_g.ndevices || !buf || len < RW_GPU_EMU_BUSID_LEN) {
+		RW_WARN(RW_LOG_INIT,
+			"gpu-emu: device_busid(%d, %zu bytes): %d emulated device(s), "
+			"need %d bytes",
+			dev, len, rw_emu_g.ndevices, RW_GPU_EMU_BUSID_LEN);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&rw_emu_g.lock);
+	snprintf(buf, len, "%s", rw_emu_g.busid[dev]);
+	pthread_mutex_unlock(&rw_emu_g.lock);
 	return 0;
 }
 

@@ -67,6 +67,17 @@ int rw_gpu_emu_enable(int ndevices, unsigned int flags);
 /** Whether rw_gpu_emu_enable() was called in this process. */
 bool rw_gpu_emu_enabled(void);
 
+#define RW_GPU_EMU_BUSID_LEN 16
+
+/**
+ * Give emulated device dev the PCI bus id rw_cuda_device_busid() answers
+ * ("0000:1b:00.0", at most 15 characters; stored in lower case), e.g. a
+ * GPU of a topology fixture.  By default device d is "0000:%02x:00.0"
+ * with bus 0xe0 + d.  Call after rw_gpu_emu_enable().
+ * \return 0, or -EINVAL (not enabled, no such device, too long).
+ */
+int rw_gpu_emu_set_busid(int dev, const char *busid);
+
 /**
  * Make each later stream operation (copy, memset, host function) wait
  * us microseconds before it runs, so that callers see work in flight

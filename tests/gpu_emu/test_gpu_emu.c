@@ -151,6 +151,22 @@ static void memory_kinds(void **state)
 	assert_int_equal(rw_cuda_get_device(&dev), 0);
 	assert_int_equal(dev, 1);
 	assert_int_equal(rw_cuda_set_device(0), 0);
+	{
+		char id[RW_GPU_EMU_BUSID_LEN];
+
+		assert_int_equal(rw_cuda_device_busid(1, id, sizeof(id)), 0);
+		assert_string_equal(id, "0000:e1:00.0");
+		assert_int_equal(rw_gpu_emu_set_busid(1, "0000:1B:00.0"), 0);
+		assert_int_equal(rw_cuda_device_busid(1, id, sizeof(id)), 0);
+		assert_string_equal(id, "0000:1b:00.0");
+		assert_int_equal(rw_cuda_device_busid(0, id, sizeof(id)), 0);
+		assert_string_equal(id, "0000:e0:00.0");
+		rw_test_log_expect("gpu-emu: device_busid(2");
+		assert_int_equal(rw_cuda_device_busid(2, id, sizeof(id)), -EINVAL);
+		rw_test_log_expect("gpu-emu: set_busid(");
+		assert_int_equal(rw_gpu_emu_set_busid(2, "0000:1b:00.0"), -EINVAL);
+		assert_int_equal(rw_gpu_emu_set_busid(0, "0000:1b:00.0-much-too-long"), -EINVAL);
+	}
 	rw_test_log_expect("gpu-emu: set_device(2)");
 	assert_int_equal(rw_cuda_set_device(2), -ENODEV);
 	assert_int_equal(rw_cuda_host_alloc((void **)&pin, 300), 0);
