@@ -33,6 +33,8 @@
 #   kernel-bench   float32/bfloat16/float16 sum at 256 MiB vs device-to-device copy
 #   capi-T-nN      C API on device buffers, N processes on the one GPU, transport T:
 #                  allreduce, reduce-scatter, allgather, broadcast, checked, busbw
+#   capi-ipc-256m  device allreduce through CUDA IPC, 2 processes, 256 MiB, vs the
+#                  D2D copy rate (target 50%)
 #   nccl-C-nN      torch.distributed all_reduce (NCCL), N ranks each its own
 #                  NCCL_HOSTID: NCCL's socket, ringway socket, ringway auto
 #   collnet-*      NCCL_COLLNET_ENABLE=1 with NCCL_ALGO=CollNetChain / CollNetDirect:
@@ -217,6 +219,27 @@ capi() {
 	key "${parts%; } (busbw GB/s @size, #wrong)"
 	[[ $MODE == nogpu && $rc == 0 ]] && return 5
 	return $rc
+}
+# capi-ipc-256m: issue 15's figure: a device allreduce through CUDA IPC (shm, no
+# host copy) between 2 processes on the one GPU at 256 MiB, against the
+# device-to-device copy rate kernel-bench measured (its GB/s count read +
+# write, so bytes copied per second are half of it).
+st_capi_ipc_256m() {
+	local mem=device size=256M r d2d bus
+	[[ $MODE == nogpu ]] && { mem=host; size=1M; }
+	RINGWAY_TRANSPORT=shm timeout -k 3 $((STEP_LIMIT - 5)) "$RW_BIN/ringway-perf" --local 2 \
+		--mem $mem -b $size -e $size -n 5 -w 2 -c 1 >"$WORK/ipc.txt" 2>&1
+	r=$?
+	cat "$WORK/ipc.txt"
+	bus=$("$PY" "$ROOT/scripts/gpu/report.py" perf "$WORK/ipc.txt")
+	d2d=$(sed -n 's/^dev *bytes *copy *cuda *\([0-9.]*\) GB\/s.*/\1/p' "$WORK/log.kernel-bench" 2>/dev/null | head -1)
+	if [[ -n $d2d && $bus =~ busbw\ ([0-9.]+) ]]; then
+		key "allreduce $size over CUDA IPC: $bus; D2D copy $d2d GB/s (r+w): $(awk -v b="${BASH_REMATCH[1]}" -v c="$d2d" 'BEGIN { printf "%.0f%%", 100 * b / (c / 2) }') of its copy rate (target 50%)"
+	else
+		key "allreduce $size over CUDA IPC: $bus$([[ $r != 0 ]] && echo " (exit $r)")"
+	fi
+	[[ $MODE == nogpu && $r == 0 ]] && return 5
+	return $r
 }
 st_capi_shm_n2() { capi shm 2; }
 st_capi_shm_n4() { capi shm 4; }
@@ -669,7 +692,7 @@ main() {
 	local steps=(
 		unit-reduce-cuda:60 unit-shm-cuda:60 unit-coll-ring:60
 		sanitizer-kernels:120 kernel-bench:60
-		capi-shm-n2:60 capi-socket-n2:60 capi-shm-n4:75 capi-socket-n4:75
+		capi-shm-n2:60 capi-ipc-256m:45 capi-socket-n2:60 capi-shm-n4:75 capi-socket-n4:75
 		nccl-socket-n2:60 nccl-rw-socket-n2:60 nccl-rw-auto-n2:60
 		nccl-socket-n4:75 nccl-rw-socket-n4:75 nccl-rw-auto-n4:75
 		collnet-chain-n4:60 profile-nvtx:100 collnet-direct-n4:45
