@@ -29,20 +29,6 @@
 
 static bool emu_on;
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 /* What a sweep expects of the data path. */
 struct expect {
 	bool device_staging; /* shm: zero host copies, every channel on the device */
@@ -517,12 +503,18 @@ static void socket_host_staging(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(shm_device_resident, setup, teardown),
-		cmocka_unit_test_setup_teardown(shm_device_work_pending, setup, teardown),
-		cmocka_unit_test_setup_teardown(copies_counted_not_redone, setup, teardown),
-		cmocka_unit_test_setup_teardown(socket_host_staging, setup, teardown),
-		cmocka_unit_test_setup_teardown(one_rank_device, setup, teardown),
-		cmocka_unit_test_setup_teardown(failure_with_device_work, setup, teardown),
+		cmocka_unit_test_setup_teardown(shm_device_resident, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(shm_device_work_pending, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(copies_counted_not_redone, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(socket_host_staging, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(one_rank_device, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(failure_with_device_work, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 	int rc;
 

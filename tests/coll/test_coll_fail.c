@@ -23,20 +23,6 @@
 #define TIMEOUT_MS 5000
 #define COUNT	   (1u << 20) /* 4 MiB of floats: many chunks in flight */
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 static void expect_failure_warnings(void)
 {
 	rw_test_log_expect("coll: rank");
@@ -393,14 +379,16 @@ static void mismatched_collectives_fail_everywhere_ps(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(a_killed_rank_is_named_by_every_rank, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(a_stalled_rank_times_out, setup, teardown),
-		cmocka_unit_test_setup_teardown(idle_time_longer_than_the_timeout, setup, teardown),
-		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ring, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ps, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(a_killed_rank_is_named_by_every_rank,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(a_stalled_rank_times_out, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(idle_time_longer_than_the_timeout,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ring,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ps,
+						rw_test_setup_log, rw_test_teardown_log),
 	};
 
 	rw_test_log_install();

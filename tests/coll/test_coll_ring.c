@@ -20,20 +20,6 @@
 #include "common/rw_log.h"
 #include "gpu/rw_cuda.h"
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 /* --- one collective, checked ------------------------------------------------ */
 
 static void *xmalloc(size_t n)
@@ -545,17 +531,26 @@ static void device_buffers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(allreduce_every_dtype_and_op, setup, teardown),
-		cmocka_unit_test_setup_teardown(reduce_scatter_every_dtype_and_op, setup, teardown),
-		cmocka_unit_test_setup_teardown(allgather_and_broadcast_every_dtype, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(one_to_five_ranks, setup, teardown),
-		cmocka_unit_test_setup_teardown(three_channels_small_chunks, setup, teardown),
-		cmocka_unit_test_setup_teardown(parameter_server_baseline, setup, teardown),
-		cmocka_unit_test_setup_teardown(nonblocking_collectives_in_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(segment_layouts, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_arguments_are_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(device_buffers, setup, teardown),
+		cmocka_unit_test_setup_teardown(allreduce_every_dtype_and_op, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(reduce_scatter_every_dtype_and_op,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(allgather_and_broadcast_every_dtype,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(one_to_five_ranks, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(three_channels_small_chunks, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(parameter_server_baseline, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(nonblocking_collectives_in_order, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(segment_layouts, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(bad_arguments_are_refused, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(device_buffers, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 
 	rw_test_log_install();

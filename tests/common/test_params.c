@@ -9,20 +9,6 @@
 #include "common/rw_log.h"
 #include "common/rw_params.h"
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 static void defaults_parse_and_are_in_bounds(void **state)
 {
 	struct rw_config cfg;
@@ -30,7 +16,7 @@ static void defaults_parse_and_are_in_bounds(void **state)
 	const struct rw_param_desc *t = rw_params_table(&n);
 
 	(void)state;
-	rw_config_defaults(&cfg); /* a bad default would warn: teardown fails */
+	rw_config_defaults(&cfg); /* a bad default would warn: rw_test_teardown_log fails */
 	assert_true(n >= 8);
 	for (size_t i = 0; i < n; i++) {
 		assert_non_null(t[i].help);
@@ -235,7 +221,7 @@ static void config_set_parses_like_the_environment(void **state)
 	assert_int_equal(cfg.chunk_bytes, 65536);
 	assert_int_equal(rw_config_set(&cfg, "RINGWAY_SECRET", "k"), 0);
 	assert_string_equal(cfg.secret, "k");
-	/* bad values leave the field as it was, quietly (no warning: teardown) */
+	/* bad values leave the field as it was, quietly (no warning: rw_test_teardown_log) */
 	assert_int_equal(rw_config_set(&cfg, "RINGWAY_ALGO", "tree"), -EINVAL);
 	assert_int_equal(cfg.algo, 1);
 	assert_int_equal(rw_config_set(&cfg, "RINGWAY_CHUNK_BYTES", "0"), -ERANGE);
@@ -308,19 +294,30 @@ static void launcher_variables(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(defaults_parse_and_are_in_bounds, setup, teardown),
-		cmocka_unit_test_setup_teardown(enum_choices_match_c_enums, setup, teardown),
-		cmocka_unit_test_setup_teardown(good_values_are_taken, setup, teardown),
-		cmocka_unit_test_setup_teardown(leading_zero_is_decimal, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_values_warn_and_keep_default, setup, teardown),
-		cmocka_unit_test_setup_teardown(too_long_string_is_rejected, setup, teardown),
-		cmocka_unit_test_setup_teardown(sizes_parse, setup, teardown),
-		cmocka_unit_test_setup_teardown(table_prints_every_variable, setup, teardown),
-		cmocka_unit_test_setup_teardown(secret_is_never_printed, setup, teardown),
-		cmocka_unit_test_setup_teardown(config_set_parses_like_the_environment, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(defaults_are_one_word, setup, teardown),
-		cmocka_unit_test_setup_teardown(launcher_variables, setup, teardown),
+		cmocka_unit_test_setup_teardown(defaults_parse_and_are_in_bounds, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(enum_choices_match_c_enums, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(good_values_are_taken, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(leading_zero_is_decimal, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(bad_values_warn_and_keep_default, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(too_long_string_is_rejected, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(sizes_parse, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(table_prints_every_variable, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(secret_is_never_printed, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(config_set_parses_like_the_environment,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(defaults_are_one_word, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(launcher_variables, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 
 	rw_test_log_install();

@@ -20,20 +20,6 @@
 #define WR_OFF 500000 /* the child writes here (from the exported pointer) */
 #define WR_LEN 70000
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 struct msg {
 	struct rw_cuda_ipc_handle h;
 	uint64_t offset;
@@ -233,10 +219,14 @@ static void only_own_device_memory_exports(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(two_processes_share_device_memory, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_and_foreign_handles_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(exited_exporter_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(only_own_device_memory_exports, setup, teardown),
+		cmocka_unit_test_setup_teardown(two_processes_share_device_memory,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(stale_and_foreign_handles_refused,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(exited_exporter_refused, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(only_own_device_memory_exports, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 
 	rw_test_log_install();

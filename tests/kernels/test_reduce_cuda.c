@@ -46,20 +46,6 @@ static int group_teardown(void **state)
 	return 0;
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 /* ---- without a GPU ------------------------------------------------------- */
 
 static void without_gpu_device_calls_fail_cleanly(void **state)
@@ -324,12 +310,16 @@ static void helpers_on_gpu(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(without_gpu_device_calls_fail_cleanly, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(helpers_on_gpu, setup, teardown),
-		cmocka_unit_test_setup_teardown(device_matches_host, setup, teardown),
-		cmocka_unit_test_setup_teardown(device_in_place, setup, teardown),
-		cmocka_unit_test_setup_teardown(device_folds_and_avg, setup, teardown),
+		cmocka_unit_test_setup_teardown(without_gpu_device_calls_fail_cleanly,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(helpers_on_gpu, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(device_matches_host, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(device_in_place, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(device_folds_and_avg, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 
 	if (argc > 2 || (argc == 2 && strcmp(argv[1], "quick") != 0)) {

@@ -125,3 +125,17 @@ void rw_test_fill(void *buf, size_t len, uint64_t seed)
 		p[i] = (unsigned char)x;
 	}
 }
+
+int rw_test_setup_log(void **state)
+{
+	(void)state;
+	rw_test_log_reset();
+	return 0;
+}
+
+int rw_test_teardown_log(void **state)
+{
+	(void)state;
+	RW_TEST_ASSERT_LOG_CLEAN();
+	return 0;
+}

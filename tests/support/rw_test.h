@@ -45,6 +45,11 @@ void rw_test_log_dump(FILE *to, const char *prefix);
 				 rw_test_log_last_unexpected());                                   \
 	} while (0)
 
+/** cmocka fixtures: forget the log before a test; fail it on an unexpected
+ *  WARN after it. */
+int rw_test_setup_log(void **state);
+int rw_test_teardown_log(void **state);
+
 /** Build a config from pairs {"RINGWAY_X", "1", ..., NULL}.  Returns the
  *  number of rejected values. */
 int rw_test_config(struct rw_config *cfg, const char *const *pairs);

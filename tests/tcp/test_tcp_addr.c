@@ -9,20 +9,6 @@
 
 #include "transport/tcp/rw_tcp.h"
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 /* s parses, prints back as s, and parses to the same address again. */
 static void round_trip(const char *s, int family, int port)
 {
@@ -174,10 +160,14 @@ static void nonces_are_never_zero_and_differ(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(format_and_parse_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_input_is_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(hosts_compare_without_ports, setup, teardown),
-		cmocka_unit_test_setup_teardown(nonces_are_never_zero_and_differ, setup, teardown),
+		cmocka_unit_test_setup_teardown(format_and_parse_round_trip, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(bad_input_is_refused, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(hosts_compare_without_ports, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(nonces_are_never_zero_and_differ, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 
 	rw_test_log_install();

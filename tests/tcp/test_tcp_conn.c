@@ -11,20 +11,6 @@
 
 #include "transport/tcp/rw_tcp.h"
 
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
 /* A TCP socket bound to 127.0.0.1 on a free port, listening when backlog >= 0. */
 static int bound(int backlog, struct sockaddr_storage *sa)
 {
@@ -152,11 +138,14 @@ static void listen_picks_a_port_and_refuses_a_taken_one(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(closed_port_is_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(deadline_bounds_a_blackhole, setup, teardown),
-		cmocka_unit_test_setup_teardown(bounded_io, setup, teardown),
-		cmocka_unit_test_setup_teardown(listen_picks_a_port_and_refuses_a_taken_one, setup,
-						teardown),
+		cmocka_unit_test_setup_teardown(closed_port_is_refused, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(deadline_bounds_a_blackhole, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(bounded_io, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(listen_picks_a_port_and_refuses_a_taken_one,
+						rw_test_setup_log, rw_test_teardown_log),
 	};
 
 	rw_test_log_install();
