@@ -11,6 +11,7 @@
 #include "coll/rw_coll.h"
 #include "common/rw_common.h"
 #include "common/rw_log.h"
+#include "gpu/rw_cuda.h"
 #include "transport/shm/shm.h"
 
 /* A launcher variable by name: NULL when unset or not in the registry. */
@@ -86,6 +87,29 @@ int rw_place_local_rank(const uint64_t *ids, int rank)
 	return n;
 }
 
+/*
+ * The GPU this process already works on, as NCCL takes it (the current CUDA
+ * device), when the topology has it: -1 without CUDA, or when the current
+ * device is 0 and LOCAL_RANK says otherwise (device 0 is what a process that
+ * never chose one gets, so it proves nothing there).
+ */
+static int current_gpu(const struct rw_topo *t, long local_rank, char *how, size_t len)
+{
+	char busid[32];
+	int n = 0, dev = -1, g;
+
+	if (rw_cuda_device_count(&n) || n < 1 || rw_cuda_get_device(&dev) || dev < 0)
+		return -1;
+	if (dev == 0 && local_rank > 0)
+		return -1;
+	if (rw_cuda_device_busid(dev, busid, sizeof(busid)))
+		return -1;
+	g = rw_topo_gpu_find(t, busid);
+	if (g >= 0)
+		snprintf(how, len, "the current CUDA device %d (%s)", dev, busid);
+	return g;
+}
+
 /* This rank's GPU in t (-1: none); *how says where it came from. */
 static int pick_gpu(const struct rw_config *cfg, const struct rw_topo *t, int hint, char *how,
 		    size_t len)
@@ -118,6 +142,12 @@ static int pick_gpu(const struct rw_config *cfg, const struct rw_topo *t, int hi
 			"place: RINGWAY_GPU='%s' is neither a bus id nor an index of the "
 			"topology's %d GPUs; ignored",
 			v, ngpus);
+	}
+	{
+		int g = current_gpu(t, have_local ? lr : 0, how, len);
+
+		if (g >= 0)
+			return g;
 	}
 	if (cvd && *cvd) {
 		long list[64];

@@ -36,6 +36,8 @@
 #include "coll/rw_coll.h"
 #include "coll/world.h"
 #include "coll_test.h"
+#include "gpu/rw_cuda.h"
+#include "gpu/rw_gpu_emu.h"
 #include "topo/rw_topo_place.h"
 
 #define NR	 4
@@ -59,7 +61,28 @@ struct place_case {
 	const char *devname[NR]; /* ... and its net device's name */
 	const char *reason_has;	 /* every hop's reason contains this, or NULL */
 	bool no_local;		 /* no LOCAL_RANK: the rendezvous finds it */
+	bool cuda_device;	 /* an emulated GPU per fixture GPU; local[] is each
+				    rank's current CUDA device (no LOCAL_RANK) */
 };
+
+/* Emulated GPUs with the fixture's bus ids; device `dev` made current. */
+static int use_cuda_device(const char *fixture, int dev)
+{
+	struct rw_config cfg;
+	struct rw_topo *t = NULL;
+	int n, rc;
+
+	rw_config_load(&cfg, NULL, NULL);
+	rc = rw_topo_create_from_xml(&cfg, fixture, &t);
+	if (rc)
+		return rc;
+	n = rw_topo_gpu_count(t);
+	rc = rw_gpu_emu_enable(n, 0);
+	for (int g = 0; !rc && g < n; g++)
+		rc = rw_gpu_emu_set_busid(g, rw_topo_gpu_get(t, g)->busid);
+	rw_topo_destroy(t);
+	return rc ? rc : rw_cuda_set_device(dev);
+}
 
 static int check_place(const struct place_case *pc, const struct rw_topo_place *p, int rank)
 {
@@ -181,9 +204,13 @@ static int place_rank(const char *root, int rank, int nranks, void *arg)
 	}
 	snprintf(v, sizeof(v), "%s/%s", RW_FIXTURES, pc->fixture);
 	setenv("RINGWAY_TOPO_XML", v, 1);
+	if (pc->cuda_device && use_cuda_device(v, pc->local[rank])) {
+		fprintf(stderr, "rank %d: the emulated GPUs\n", rank);
+		return 1;
+	}
 	snprintf(v, sizeof(v), "%d", pc->local[rank]);
 	setenv("LOCAL_RANK", v, 1);
-	if (pc->no_local)
+	if (pc->no_local || pc->cuda_device)
 		unsetenv("LOCAL_RANK");
 	unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
 	unsetenv("CUDA_VISIBLE_DEVICES");
@@ -239,6 +266,24 @@ static void one_host_gpu_order(void **state)
 		.nic = {"mlx5_1", "mlx5_0", "mlx5_1", "mlx5_0"},
 		.devname = {"lo", "lo", "lo", "lo"},
 		.reason_has = "no net device named ib",
+	};
+
+	(void)state;
+	run_case(&pc);
+}
+
+/* As NCCL does, the current CUDA device is the rank's GPU (LOCAL_RANK unset:
+ * without it the rendezvous would give ranks 0..3 GPUs 0..3, ring 0 1 2 3). */
+static void current_cuda_device(void **state)
+{
+	const struct place_case pc = {
+		.fixture = "gpu4-nic2.xml",
+		.local = {2, 0, 3, 1},
+		.cuda_device = true,
+		.ifname = "lo",
+		.order = {1, 3, 0, 2},
+		.crossings = 0,
+		.nic = {"mlx5_1", "mlx5_0", "mlx5_1", "mlx5_0"},
 	};
 
 	(void)state;
@@ -470,6 +515,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(one_host_gpu_order),
+		cmocka_unit_test(current_cuda_device),
 		cmocka_unit_test(nvlink_neighbours_adjacent),
 		cmocka_unit_test(devices_per_channel),
 		cmocka_unit_test(two_hosts_grouped),
