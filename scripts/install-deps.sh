@@ -11,7 +11,7 @@ set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libhwloc-dev libibverbs-dev
       ibverbs-providers libcmocka-dev)
 if [[ ${1:-} == bench ]]; then
-  pkgs+=(iperf3 hyperfine openmpi-bin libopenmpi-dev)
+  pkgs+=(iperf3 hyperfine openmpi-bin libopenmpi-dev libgloo-dev g++)
 fi
 if [[ ${1:-} == fuzz ]]; then
   # libclang-rt-dev: the default clang's runtimes (libclang_rt.fuzzer, asan, ubsan);
