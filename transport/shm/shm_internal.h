@@ -105,6 +105,8 @@ struct rw_shm_net {
 	int db_fd;	   /* our doorbell memfd, sent to every peer */
 	struct rw_shm_doorbell *db;
 	uint64_t last_progress_ns; /* atomic: any comm moved anything */
+	uint64_t idle_since_ns;	   /* atomic: this idle spell began (shm_wait.c) */
+	uint32_t idle_seq;	   /* atomic: our doorbell's seq when it began */
 	bool cuda;		   /* CUDA IPC usable */
 	pthread_mutex_t lock;	   /* the graveyards */
 	struct rw_grave dead_comms;

@@ -3,17 +3,25 @@
  * Waiting without burning a core, and noticing a peer that is gone.
  *
  * test() polls.  For the first RW_SHM_PAUSE_NS without progress in the
- * instance it just returns; then, up to spin_ns (RINGWAY_SHM_SPIN_US), a
- * test that finds nothing yields the core (sched_yield) before returning,
- * so a peer that shares it runs; after that it sleeps on the futex word of
- * our doorbell page for at most sleep_ns (RW_SHM_SLEEP_MAX_NS, or less when
- * other transports share the caller's thread).  Every peer rings that
- * doorbell after it publishes something we may wait for, but only when
- * sleepers is non-zero, so the busy path costs one read of a shared line.
+ * instance it just returns; then, up to spin_ns (RINGWAY_SHM_SPIN_US) from
+ * the start of this idle spell, a test that finds nothing yields the core
+ * (sched_yield) before returning, so a peer that shares it runs; after that
+ * it sleeps on the futex word of our doorbell page for at most sleep_ns
+ * (RW_SHM_SLEEP_MAX_NS, or less when other transports share the caller's
+ * thread).  Every peer bumps that doorbell's seq after it publishes
+ * something we may wait for (an atomic add, no system call) and wakes the
+ * futex only when sleepers is non-zero.
  *
- * Lost wake-ups cannot happen: the sleeper raises sleepers, reads seq, looks
- * at the ring once more and sleeps only while seq is unchanged; the ringer
- * publishes, then (full fence) reads sleepers and bumps seq before waking.
+ * One doorbell serves every connection of the process, but a test looks at
+ * one connection: the peer may have published on another one (the other
+ * channel, the other direction) that nobody polled since.  So a wait sleeps
+ * only when seq has not moved since the idle spell began (nothing was
+ * published to this process meanwhile) and its own connection has nothing
+ * either; the sleeper raises sleepers, reads seq, looks once more and sleeps
+ * only while seq is unchanged, and the ringer publishes, bumps seq, then
+ * (full fence) reads sleepers before waking.  Without the first check two
+ * processes each waiting on the other's unpolled connection slept until the
+ * timeout: 30-40% of sleeps at 1-16 MiB, the engine's mid-size cliff.
  */
 #include "transport/shm/shm_internal.h"
 
@@ -38,10 +46,10 @@ void rw_shm_ring(struct rw_shm_comm *c)
 
 	if (!db)
 		return;
+	__atomic_add_fetch(&db->seq, 1, __ATOMIC_SEQ_CST);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&db->sleepers, __ATOMIC_RELAXED) == 0)
 		return;
-	__atomic_add_fetch(&db->seq, 1, __ATOMIC_SEQ_CST);
 	/* shared futex: the word lives in a memfd both processes map */
 	futex(&db->seq, FUTEX_WAKE, INT32_MAX, NULL);
 }
@@ -75,10 +83,19 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 	uint32_t seq;
 
 	uint64_t last = __atomic_load_n(&net->last_progress_ns, __ATOMIC_RELAXED);
+	uint64_t since;
 
 	if (now < last || now - last < RW_SHM_PAUSE_NS)
 		return; /* the peer is likely mid-step: poll again at once */
-	if (now - last < net->spin_ns || c->peer_pid == net->pid) {
+	/* a new idle spell: spin from now, and remember what was published */
+	since = __atomic_load_n(&net->idle_since_ns, __ATOMIC_RELAXED);
+	if (since <= last || since > now) {
+		since = now;
+		__atomic_store_n(&net->idle_since_ns, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&net->idle_seq, __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST),
+				 __ATOMIC_RELAXED);
+	}
+	if (now - since < net->spin_ns || c->peer_pid == net->pid) {
 		/* still spinning, but let a peer that shares our core run (a
 		 * peer in this very process could not ring us awake: it is
 		 * likely this thread) */
@@ -87,7 +104,12 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 	}
 	__atomic_add_fetch(&db->sleepers, 1, __ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
-	if (!rw_shm_peek(c)) {
+	if (seq != __atomic_load_n(&net->idle_seq, __ATOMIC_RELAXED)) {
+		/* published to us since the spell began, maybe on a connection
+		 * nobody polled since: poll on, a new spell */
+		__atomic_store_n(&net->idle_since_ns, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&net->idle_seq, seq, __ATOMIC_RELAXED);
+	} else if (!rw_shm_peek(c)) {
 		futex(&db->seq, FUTEX_WAIT, seq, &ts);
 		rw_shm_stat_add(&rw_shm_stats_g.sleeps, 1);
 	}
