@@ -14,6 +14,7 @@
 
 #include "gpu/rw_cuda.h"
 #include "gpu/rw_gpu_emu.h"
+#include "net/test_shm_dev.h"
 #include "net/test_shm_util.h"
 #include "transport/shm/shm.h"
 
@@ -28,36 +29,7 @@ static const char *const env[] = {
 	"RINGWAY_TIMEOUT_MS", "10000", "RINGWAY_SHM_CMA_MIN", "256K", NULL,
 };
 
-struct emu_case {
-	bool send_dev, recv_dev;
-	size_t size;
-};
-
-static const struct emu_case cases[] = {
-	{true, true, 8},	{true, true, MIB + 3},
-	{true, true, 16 * MIB}, {true, false, 3 * MIB}, /* device -> host by IPC */
-	{false, true, 100000},				/* host -> device through the slots */
-	{false, true, 9 * MIB},				/* host -> device by cross-memory attach */
-};
-
-static void *buf_alloc(bool dev, size_t n)
-{
-	void *p = NULL;
-
-	if (dev)
-		CHILD_CHECK(rw_cuda_malloc(&p, n) == 0);
-	else
-		CHILD_CHECK((p = malloc(n)) != NULL);
-	return p;
-}
-
-static void buf_free(bool dev, void *p)
-{
-	if (dev)
-		rw_cuda_free(p);
-	else
-		free(p);
-}
+static const struct shm_dev_case cases[] = SHM_DEV_CASES(16 * MIB);
 
 static uint64_t host_copies(const struct rw_gpu_emu_stats *s)
 {
@@ -70,7 +42,7 @@ static void receive_chunks(struct rw_net_comm *r, char *host, char *want)
 	struct rw_net_req *req[NCHUNK];
 	struct rw_gpu_emu_stats s0, s1;
 	struct rw_net_mr *mr;
-	char *d = buf_alloc(true, NCHUNK * CHUNK);
+	char *d = shm_dev_alloc(true, NCHUNK * CHUNK);
 
 	CHILD_CHECK(rw_net_reg_mr(r, d, NCHUNK * CHUNK, RW_PTR_CUDA, &mr) == 0);
 	rw_gpu_emu_set_delay_us(2000);
@@ -114,8 +86,8 @@ static void child_receiver(struct shm_child *k)
 	CHILD_CHECK(shm_pipe_write(k->from[1], k->handle, sizeof(k->handle)) == 0);
 	CHILD_CHECK(shm_wait_accept(l, &r) == 0);
 	for (size_t i = 0; i < RW_ARRAY_SIZE(cases); i++) {
-		const struct emu_case *c = &cases[i];
-		void *p = buf_alloc(c->recv_dev, c->size);
+		const struct shm_dev_case *c = &cases[i];
+		void *p = shm_dev_alloc(c->recv_dev, c->size);
 		struct rw_gpu_emu_stats s0, s1;
 		struct rw_net_mr *mr;
 		struct rw_net_req *req;
@@ -132,17 +104,9 @@ static void child_receiver(struct shm_child *k)
 			CHILD_CHECK(s1.copies_d2h - s0.copies_d2h == (c->recv_dev ? 0u : 1u));
 			CHILD_CHECK(s1.copies_h2d == s0.copies_h2d);
 		}
-		if (c->recv_dev)
-			CHILD_CHECK(rw_cuda_memcpy(host, p, c->size) == 0);
-		else
-			memcpy(host, p, c->size);
-		rw_test_fill(want, c->size, i + 1);
-		if (memcmp(host, want, c->size)) {
-			fprintf(stderr, "case %zu: %zu bytes arrived corrupted\n", i, c->size);
-			_exit(4);
-		}
+		shm_dev_check(p, c->recv_dev, host, want, c->size, i + 1, i);
 		rw_net_dereg_mr(r, mr);
-		buf_free(c->recv_dev, p);
+		shm_dev_free(c->recv_dev, p);
 	}
 	receive_chunks(r, host, want);
 	rw_net_close_recv(r);
@@ -163,7 +127,7 @@ static void send_chunks(struct rw_net_comm *s, char *host)
 	struct rw_net_req *req[NCHUNK];
 	struct rw_gpu_emu_stats s0, s1;
 	struct rw_net_mr *mr;
-	char *d = buf_alloc(true, NCHUNK * CHUNK);
+	char *d = shm_dev_alloc(true, NCHUNK * CHUNK);
 
 	rw_test_fill(host, NCHUNK * CHUNK, 77);
 	CHILD_CHECK(rw_cuda_memcpy(d, host, NCHUNK * CHUNK) == 0);
@@ -193,17 +157,13 @@ static void child_sender(struct shm_child *k)
 	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
 	CHILD_CHECK(shm_wait_connect(n, k->handle, &s) == 0);
 	for (size_t i = 0; i < RW_ARRAY_SIZE(cases); i++) {
-		const struct emu_case *c = &cases[i];
-		void *p = buf_alloc(c->send_dev, c->size);
+		const struct shm_dev_case *c = &cases[i];
+		void *p = shm_dev_alloc(c->send_dev, c->size);
 		struct rw_gpu_emu_stats s0, s1;
 		struct rw_net_mr *mr;
 		struct rw_net_req *req;
 
-		rw_test_fill(host, c->size, i + 1);
-		if (c->send_dev)
-			CHILD_CHECK(rw_cuda_memcpy(p, host, c->size) == 0);
-		else
-			memcpy(p, host, c->size);
+		shm_dev_fill(p, c->send_dev, host, c->size, i + 1);
 		rw_gpu_emu_stats(&s0);
 		CHILD_CHECK(rw_net_reg_mr(s, p, c->size, c->send_dev ? RW_PTR_CUDA : RW_PTR_HOST,
 					  &mr) == 0);
@@ -212,7 +172,7 @@ static void child_sender(struct shm_child *k)
 		rw_gpu_emu_stats(&s1);
 		CHILD_CHECK(host_copies(&s1) == host_copies(&s0));
 		rw_net_dereg_mr(s, mr);
-		buf_free(c->send_dev, p);
+		shm_dev_free(c->send_dev, p);
 	}
 	send_chunks(s, host);
 	rw_net_close_send(s);

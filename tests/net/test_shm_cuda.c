@@ -9,6 +9,7 @@
 #include "support/rw_test.h"
 
 #include "gpu/rw_cuda.h"
+#include "net/test_shm_dev.h"
 #include "net/test_shm_util.h"
 #include "transport/shm/shm.h"
 
@@ -20,29 +21,7 @@ static const char *const env[] = {
 	"RINGWAY_TIMEOUT_MS", "10000", "RINGWAY_SHM_CMA_MIN", "256K", NULL,
 };
 
-/* One case: where the sender's and the receiver's buffers live, and size. */
-struct cuda_case {
-	bool send_dev, recv_dev;
-	size_t size;
-};
-
-static const struct cuda_case cases[] = {
-	{true, true, 8},	{true, true, MIB + 3},
-	{true, true, 64 * MIB}, {true, false, 3 * MIB}, /* device -> host by IPC */
-	{false, true, 100000},				/* host -> device through the slots */
-	{false, true, 9 * MIB},				/* host -> device by cross-memory attach */
-};
-
-static void *buf_alloc(bool dev, size_t n)
-{
-	void *p = NULL;
-
-	if (dev)
-		CHILD_CHECK(rw_cuda_malloc(&p, n) == 0);
-	else
-		CHILD_CHECK((p = malloc(n)) != NULL);
-	return p;
-}
+static const struct shm_dev_case cases[] = SHM_DEV_CASES(64 * MIB);
 
 static void child_receiver(struct shm_child *k)
 {
@@ -57,8 +36,8 @@ static void child_receiver(struct shm_child *k)
 	CHILD_CHECK(shm_pipe_write(k->from[1], k->handle, sizeof(k->handle)) == 0);
 	CHILD_CHECK(shm_wait_accept(l, &r) == 0);
 	for (size_t i = 0; i < RW_ARRAY_SIZE(cases); i++) {
-		const struct cuda_case *c = &cases[i];
-		void *p = buf_alloc(c->recv_dev, c->size);
+		const struct shm_dev_case *c = &cases[i];
+		void *p = shm_dev_alloc(c->recv_dev, c->size);
 		struct rw_net_mr *mr;
 		struct rw_net_req *req;
 		size_t got = 0;
@@ -67,20 +46,9 @@ static void child_receiver(struct shm_child *k)
 					  &mr) == 0);
 		CHILD_CHECK(shm_recv(r, p, c->size, (int)i, mr, &req) == 0);
 		CHILD_CHECK(shm_wait_req(req, &got, SHM_WAIT_MS) == 0 && got == c->size);
-		if (c->recv_dev)
-			CHILD_CHECK(rw_cuda_memcpy(host, p, c->size) == 0);
-		else
-			memcpy(host, p, c->size);
-		rw_test_fill(want, c->size, i + 1);
-		if (memcmp(host, want, c->size)) {
-			fprintf(stderr, "case %zu: %zu bytes arrived corrupted\n", i, c->size);
-			_exit(4);
-		}
+		shm_dev_check(p, c->recv_dev, host, want, c->size, i + 1, i);
 		rw_net_dereg_mr(r, mr);
-		if (c->recv_dev)
-			rw_cuda_free(p);
-		else
-			free(p);
+		shm_dev_free(c->recv_dev, p);
 	}
 	rw_net_close_recv(r);
 	rw_net_close_listen(l);
@@ -99,25 +67,18 @@ static void child_sender(struct shm_child *k)
 	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
 	CHILD_CHECK(shm_wait_connect(n, k->handle, &s) == 0);
 	for (size_t i = 0; i < RW_ARRAY_SIZE(cases); i++) {
-		const struct cuda_case *c = &cases[i];
-		void *p = buf_alloc(c->send_dev, c->size);
+		const struct shm_dev_case *c = &cases[i];
+		void *p = shm_dev_alloc(c->send_dev, c->size);
 		struct rw_net_mr *mr;
 		struct rw_net_req *req;
 
-		rw_test_fill(host, c->size, i + 1);
-		if (c->send_dev)
-			CHILD_CHECK(rw_cuda_memcpy(p, host, c->size) == 0);
-		else
-			memcpy(p, host, c->size);
+		shm_dev_fill(p, c->send_dev, host, c->size, i + 1);
 		CHILD_CHECK(rw_net_reg_mr(s, p, c->size, c->send_dev ? RW_PTR_CUDA : RW_PTR_HOST,
 					  &mr) == 0);
 		CHILD_CHECK(shm_send(s, p, c->size, (int)i, mr, &req) == 0);
 		CHILD_CHECK(shm_wait_req(req, NULL, SHM_WAIT_MS) == 0);
 		rw_net_dereg_mr(s, mr);
-		if (c->send_dev)
-			rw_cuda_free(p);
-		else
-			free(p);
+		shm_dev_free(c->send_dev, p);
 	}
 	rw_net_close_send(s);
 	rw_net_destroy(n);
