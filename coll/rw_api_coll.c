@@ -28,8 +28,10 @@ static_assert((int)RW_SUM == RW_OP_SUM && (int)RW_PROD == RW_OP_PROD && (int)RW_
 		      (int)RW_MIN == RW_OP_MIN && (int)RW_AVG == RW_OP_AVG && RW_OP_COUNT == 5,
 	      "rw_op_t must match the kernels' ops");
 
-RW_API int rw_comm_init_config(rw_comm_t **comm, int nranks, int rank, const char *rendezvous,
-			       const rw_config_t *config)
+/* rw_comm_init_config() and rw_comm_init_id(): id, when given, names the
+ * rendezvous (and rendezvous is NULL). */
+static int comm_init(rw_comm_t **comm, int nranks, int rank, const char *rendezvous,
+		     const rw_unique_id_t *id, const rw_config_t *config)
 {
 	struct rw_config cfg;
 	char root[320];
@@ -49,7 +51,12 @@ RW_API int rw_comm_init_config(rw_comm_t **comm, int nranks, int rank, const cha
 	rc = rw_world_config_apply(&cfg, config);
 	if (rc)
 		goto out;
-	if (rendezvous) {
+	if (id) {
+		rc = rw_world_id_root(id, rank, root, sizeof(root), &a.listen_fd);
+		if (rc)
+			goto out;
+		a.root = root;
+	} else if (rendezvous) {
 		a.root = rendezvous;
 	} else if (nranks > 1) {
 		rc = rw_world_default_root(&cfg, root, sizeof(root));
@@ -67,6 +74,39 @@ out:
 	memset(cfg.secret, 0, sizeof(cfg.secret)); /* the job secret lives no longer than needed */
 	memset(root, 0, sizeof(root));
 	return rc;
+}
+
+RW_API int rw_comm_init_config(rw_comm_t **comm, int nranks, int rank, const char *rendezvous,
+			       const rw_config_t *config)
+{
+	return comm_init(comm, nranks, rank, rendezvous, NULL, config);
+}
+
+RW_API int rw_comm_init_id(rw_comm_t **comm, int nranks, int rank, const rw_unique_id_t *id,
+			   const rw_config_t *config)
+{
+	if (!id) {
+		RW_WARN(RW_LOG_INIT, "rw_comm_init_id: id is NULL");
+		return -EINVAL;
+	}
+	return comm_init(comm, nranks, rank, NULL, id, config);
+}
+
+RW_API int rw_get_unique_id(rw_unique_id_t *id)
+{
+	struct rw_config cfg;
+	int rc;
+
+	rw_config_load(&cfg, NULL, NULL);
+	rw_log_set_level((enum rw_log_level)cfg.debug);
+	rc = rw_world_id_make(&cfg, id);
+	memset(cfg.secret, 0, sizeof(cfg.secret));
+	return rc;
+}
+
+RW_API int rw_comm_get_error(const rw_comm_t *comm, int *failed_rank, char *buf, size_t len)
+{
+	return rw_world_error(comm, failed_rank, buf, len);
 }
 
 RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rendezvous)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "coll/bootstrap.h"
+#include "coll/coll_internal.h"
 #include "coll/place.h"
 #include "coll/rw_coll.h"
 #include "common/rw_log.h"
@@ -437,4 +438,40 @@ int rw_world_destroy(struct rw_comm *w)
 	memset(w->cfg.secret, 0, sizeof(w->cfg.secret));
 	free(w);
 	return rc;
+}
+
+int rw_world_error(const struct rw_comm *w, int *failed_rank, char *buf, size_t len)
+{
+	const struct rw_coll_comm *c = w ? w->coll : NULL;
+	int err = c ? c->error : 0, who = err ? c->failed_rank : -1;
+
+	if (failed_rank)
+		*failed_rank = who;
+	if (!buf || len == 0)
+		return err;
+	buf[0] = '\0';
+	if (!err)
+		return 0;
+	if (who < 0 || who >= c->nranks)
+		snprintf(buf, len, "rank %d: the communicator failed (which rank is not known): %s",
+			 c->rank, strerror(-err));
+	else if (err == -EINVAL)
+		snprintf(
+			buf, len,
+			"rank %d (%s) called another collective than rank %d (every rank must make "
+			"the same calls in the same order)",
+			who, c->names[who], c->rank);
+	else if (err == -ETIMEDOUT)
+		snprintf(buf, len,
+			 "rank %d: nothing moved for RINGWAY_TIMEOUT_MS=%d ms waiting on rank %d "
+			 "(%s): it died or stalled",
+			 c->rank, c->timeout_ms, who, c->names[who]);
+	else if (who == c->rank)
+		snprintf(buf, len, "rank %d (%s) failed here: %s", who, c->names[who],
+			 strerror(-err));
+	else
+		snprintf(buf, len, "rank %d (%s) failed: %s (seen by rank %d)", who, c->names[who],
+			 err == -ECONNABORTED ? "it left or broke the ring" : strerror(-err),
+			 c->rank);
+	return err;
 }

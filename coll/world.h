@@ -72,4 +72,29 @@ int rw_world_config_apply(struct rw_config *cfg, const rw_config_t *pub);
 /** rw_comm_get_config(): what w runs with.  \return 0 or -EINVAL (logged). */
 int rw_world_get_config(const struct rw_comm *w, rw_config_t *out);
 
+/**
+ * rw_comm_get_error(): w's sticky error, the rank that failed (-1 when
+ * unknown) and a line naming it in buf (may be NULL).  Reads what the
+ * engine recorded; does not block.
+ */
+int rw_world_error(const struct rw_comm *w, int *failed_rank, char *buf, size_t len);
+
+/* --- rw_get_unique_id() (world_id.c) ------------------------------------------ */
+
+/**
+ * Listen on an ephemeral port of every address (cfg's socket interface
+ * choice names the one put in the id) and describe it, with a fresh job
+ * secret, in *id.  The listener is held for rw_world_id_root().
+ * eturn 0, -EINVAL, -ENODEV or the -errno of listen (logged).
+ */
+int rw_world_id_make(const struct rw_config *cfg, rw_unique_id_t *id);
+
+/**
+ * The rendezvous "host:port#key" of id in root (len bytes); on rank 0 also
+ * the listener rw_world_id_make() held for it, in *listen_fd (else -1).
+ * eturn 0, or -EINVAL (not an id; on rank 0: not made by this process,
+ * or already taken), logged.
+ */
+int rw_world_id_root(const rw_unique_id_t *id, int rank, char *root, size_t len, int *listen_fd);
+
 #endif /* RW_WORLD_H */

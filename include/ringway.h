@@ -194,6 +194,59 @@ RW_API int rw_comm_init_config(rw_comm_t **comm, int nranks, int rank, const cha
  */
 RW_API int rw_comm_get_config(const rw_comm_t *comm, rw_config_t *out);
 
+/** Bytes of an rw_unique_id_t. */
+#define RW_UNIQUE_ID_BYTES 128
+
+/**
+ * A rendezvous as opaque bytes (NCCL's ncclUniqueId): rank 0's address
+ * and port and a fresh job secret.  Made by rw_get_unique_id() on rank 0,
+ * passed to every other rank by any means (a c10d Store, MPI_Bcast, a
+ * file), given to rw_comm_init_id() by all.  It holds the job secret:
+ * share it only with the job's ranks.
+ */
+typedef struct rw_unique_id {
+	char internal[RW_UNIQUE_ID_BYTES];
+} rw_unique_id_t;
+
+/**
+ * Rank 0, before rw_comm_init_id(): open the rendezvous listener on an
+ * ephemeral port of every address (no port to agree on in advance) and
+ * describe it in *id with the address other ranks reach it at (the first
+ * interface RINGWAY_SOCKET_IFNAME and RINGWAY_SOCKET_FAMILY choose, as
+ * the socket transport does; loopback when there is no other) and a fresh
+ * random job secret.  The listener belongs to the calling process until
+ * its rw_comm_init_id() as rank 0 takes it; at most 16 ids are held at
+ * once (the oldest unused one is closed for a 17th).  Does not block.
+ * eturn 0; -EINVAL (id NULL); -ENODEV (no interface with an address);
+ *   or the -errno of listen.
+ */
+RW_API int rw_get_unique_id(rw_unique_id_t *id);
+
+/**
+ * rw_comm_init_config() at the rendezvous id describes: every rank passes
+ * the same id; rank 0 must be the process whose rw_get_unique_id() made
+ * it (it takes over that listener).  The id's job secret wins over
+ * config->secret and RINGWAY_SECRET.  Each id serves one communicator.
+ * eturn as rw_comm_init_config(); -EINVAL also for an id that is not
+ *   one (logged), or, on rank 0, one this process did not make or already
+ *   used.
+ */
+RW_API int rw_comm_init_id(rw_comm_t **comm, int nranks, int rank, const rw_unique_id_t *id,
+			   const rw_config_t *config);
+
+/**
+ * Why comm failed, for an exception's message: 0 while it has not failed,
+ * else the failure's -errno (the one every later collective returns).
+ * \param[out] failed_rank (may be NULL) the rank that died, stalled or
+ *   called another collective; -1 while comm has not failed or nobody
+ *   knows which.
+ * \param[out] buf (may be NULL) len bytes, always terminated: one line
+ *   such as "rank 2 (node1 pid 4242) failed: Connection reset by peer",
+ *   "" while comm has not failed.
+ * Does not block; call it from the thread that uses comm.
+ */
+RW_API int rw_comm_get_error(const rw_comm_t *comm, int *failed_rank, char *buf, size_t len);
+
 /**
  * recvbuf[i] = op over all ranks of sendbuf[i], for i < count, on every rank.
  * In place: sendbuf == recvbuf.  Every collective accepts a count of 0 (and
