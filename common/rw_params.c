@@ -367,3 +367,29 @@ void rw_params_print(FILE *f, const struct rw_config *cfg)
 			launcher_table[v].help);
 	}
 }
+
+extern char **environ;
+
+int rw_env_foreach(const char *prefix, void (*fn)(void *arg, const char *name, const char *value),
+		   void *arg)
+{
+	size_t plen = strlen(prefix);
+	int n = 0;
+
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[128];
+		size_t len;
+
+		if (!eq || strncmp(*e, prefix, plen) != 0)
+			continue;
+		len = (size_t)(eq - *e);
+		if (len >= sizeof(name))
+			continue; /* no variable of ours or NCCL's is that long */
+		memcpy(name, *e, len);
+		name[len] = '\0';
+		fn(arg, name, eq + 1);
+		n++;
+	}
+	return n;
+}

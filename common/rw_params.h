@@ -75,7 +75,8 @@ void rw_param_describe(const struct rw_param_desc *d, char *buf, size_t len);
 /**
  * Set one parameter of cfg from text, as if the environment held it, with
  * the same parser and bounds.  Quiet: the caller says what was wrong.
- * eturn 0; -ENOENT (no such variable), -EINVAL (does not parse), -ERANGE
+ *
+eturn 0; -ENOENT (no such variable), -EINVAL (does not parse), -ERANGE
  * (out of bounds, too long); cfg is untouched on failure.
  */
 int rw_config_set(struct rw_config *cfg, const char *env, const char *value);
@@ -144,5 +145,17 @@ const char *rw_launcher_help(enum rw_launcher_var v);
  * getenv of the project besides those.  NULL if unset.
  */
 const char *rw_env_get(const char *name);
+
+/**
+ * Every variable of the process environment whose name starts with prefix
+ * ("NCCL_", "RINGWAY_"), in the environment's order: fn(arg, name, value)
+ * for each; name is NUL-terminated in a caller-invisible buffer, valid only
+ * during the call.  For diagnostics (ringway-doctor), which must see the
+ * variables the registry does not know: NCCL's own, and misspelt RINGWAY_*
+ * names.  Configuration still comes only from rw_config_load().
+ * \return the number of variables passed to fn.
+ */
+int rw_env_foreach(const char *prefix, void (*fn)(void *arg, const char *name, const char *value),
+		   void *arg);
 
 #endif /* RW_PARAMS_H */
