@@ -74,10 +74,10 @@ struct dr_state {
 
 	/* NCCL */
 	bool nccl_found;
-	int nccl_code;			     /**< ncclGetVersion(), 0 unknown */
-	bool nccl_asks[DR_MAX_VERSION + 1];  /**< "ncclNetPlugin_vN" strings in it */
+	int nccl_code;			    /**< ncclGetVersion(), 0 unknown */
+	bool nccl_asks[DR_MAX_VERSION + 1]; /**< "ncclNetPlugin_vN" strings in it */
 	bool nccl_asks_coll[DR_MAX_VERSION + 1];
-	int nccl_bind;			     /**< net ABI NCCL will bind, 0 none */
+	int nccl_bind; /**< net ABI NCCL will bind, 0 none */
 
 	/* transports: usable, filled by doctor_transport.c */
 	bool socket_ok, shm_ok, ib_ok;
@@ -93,8 +93,7 @@ struct dr_item *dr_add(struct dr_section *s, enum dr_level level, const char *ke
 		       ...) RW_PRINTF(4, 5);
 /** An item with a figure: value in unit ("GB/s", "us"). */
 struct dr_item *dr_add_value(struct dr_section *s, enum dr_level level, const char *key,
-			     double value, const char *unit, const char *fmt, ...)
-	RW_PRINTF(6, 7);
+			     double value, const char *unit, const char *fmt, ...) RW_PRINTF(6, 7);
 enum dr_level dr_section_level(const struct dr_section *s);
 enum dr_level dr_report_level(const struct dr_report *r);
 void dr_print_text(const struct dr_report *r, FILE *f);

@@ -28,11 +28,12 @@ static const struct {
 	const char *name, *meaning;
 } nccl_known[] = {
 	{"NCCL_NET_PLUGIN", "which net plugin library NCCL dlopens"},
-	{"NCCL_NET", "the only network NCCL may use (fails instead of falling back)"},
-	{"NCCL_NET_PLUGIN_REF_COUNT", "1 keeps the plugin loaded (NCCL 2.28-2.29 unload issue)"},
+	{"NCCL_NET", "the only network NCCL may use; it fails instead of falling back"},
+	{"NCCL_NET_PLUGIN_REF_COUNT", "1 keeps the plugin loaded: the NCCL 2.28-2.29 unload issue"},
 	{"NCCL_COLLNET_ENABLE", "1 lets NCCL hand whole allreduces to ringway (CollNet)"},
 	{"NCCL_IB_DISABLE", "NCCL's own IB transport only; ringway's ib is not affected"},
-	{"NCCL_SOCKET_IFNAME", "NCCL's bootstrap and own sockets; ringway reads RINGWAY_SOCKET_IFNAME"},
+	{"NCCL_SOCKET_IFNAME",
+	 "NCCL's bootstrap and own sockets; ringway reads RINGWAY_SOCKET_IFNAME"},
 	{"NCCL_IB_HCA", "NCCL's own IB transport; ringway reads RINGWAY_IB_HCA"},
 	{"NCCL_DEBUG", "NCCL's log level, which ringway follows under NCCL"},
 	{"NCCL_DEBUG_SUBSYS", "INIT,NET shows ringway's load line"},
@@ -149,7 +150,8 @@ static void contradictions(const struct dr_state *st, struct dr_section *s)
 			n++;
 		} else {
 			dr_add(s, DR_INFO, "NCCL_COLLNET_ENABLE",
-			       "CollNet on: NCCL uses it from 2 nodes up (NCCL_COLLNET_NODE_THRESHOLD)");
+			       "CollNet on: NCCL uses it from 2 nodes up "
+			       "(NCCL_COLLNET_NODE_THRESHOLD)");
 		}
 	}
 	if (st->plugin_found && st->nccl_code >= 22800 && st->nccl_code < 23000 &&

@@ -111,9 +111,12 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"json", no_argument, NULL, 'j'},	   {"nccl", required_argument, NULL, 'n'},
-		{"xml", required_argument, NULL, 'x'},	   {"selftest", required_argument, NULL, 's'},
-		{"verbose", no_argument, NULL, 'v'},	   {"help", no_argument, NULL, 'h'},
+		{"json", no_argument, NULL, 'j'},
+		{"nccl", required_argument, NULL, 'n'},
+		{"xml", required_argument, NULL, 'x'},
+		{"selftest", required_argument, NULL, 's'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct dr_state st; /* large: not on the stack */

@@ -40,8 +40,8 @@ static int candidates_of(const char *entry, struct candidate *c, int max)
 	size_t len = strlen(entry);
 	int n = 0;
 
-	if (strchr(entry, '/') || (strncmp(entry, "lib", 3) == 0 && len > 6 &&
-				   strcmp(entry + len - 3, ".so") == 0)) {
+	if (strchr(entry, '/') ||
+	    (strncmp(entry, "lib", 3) == 0 && len > 6 && strcmp(entry + len - 3, ".so") == 0)) {
 		snprintf(c[n++].name, sizeof(c[0].name), "%s", entry);
 		return n;
 	}
@@ -203,7 +203,8 @@ void dr_check_plugin(struct dr_state *st, struct dr_report *r)
 	}
 	if (strcasecmp(v, "none") == 0) {
 		dr_add(s, DR_FAIL, "not loaded",
-		       "NCCL_NET_PLUGIN=none: NCCL loads no net plugin; set NCCL_NET_PLUGIN=ringway");
+		       "NCCL_NET_PLUGIN=none: NCCL loads no net plugin; set "
+		       "NCCL_NET_PLUGIN=ringway");
 		return;
 	}
 	snprintf(list, sizeof(list), "%s", v);
@@ -247,10 +248,12 @@ void dr_check_plugin(struct dr_state *st, struct dr_report *r)
 		where_is_ringway(st, where, sizeof(where));
 		if (strchr(v, '/') && access(v, F_OK) != 0)
 			dr_add(s, DR_FAIL, "not found",
-			       "NCCL_NET_PLUGIN=%s names a file that does not exist (%s)", v, where);
+			       "NCCL_NET_PLUGIN=%s names a file that does not exist (%s)", v,
+			       where);
 		else
 			dr_add(s, DR_FAIL, "not found",
-			       "NCCL_NET_PLUGIN=%s: NCCL would print \"NET/Plugin: Could not find\" "
+			       "NCCL_NET_PLUGIN=%s: NCCL would print \"NET/Plugin: Could not "
+			       "find\" "
 			       "and fall back to IB/Socket (%s)",
 			       v, where);
 	}
@@ -438,10 +441,10 @@ void dr_check_nccl(struct dr_state *st, struct dr_report *r)
 			}
 	}
 	if (!p.ok) {
-		dr_add(s, st->nccl_path ? DR_FAIL : DR_WARN, "libnccl",
-		       "%s: %s%s", name, p.err,
-		       st->nccl_path ? "" : " (no NCCL found here; check the one your program "
-					    "brings with --nccl PATH)");
+		dr_add(s, st->nccl_path ? DR_FAIL : DR_WARN, "libnccl", "%s: %s%s", name, p.err,
+		       st->nccl_path ? ""
+				     : " (no NCCL found here; check the one your program "
+				       "brings with --nccl PATH)");
 		return;
 	}
 	st->nccl_found = true;
@@ -453,8 +456,9 @@ void dr_check_nccl(struct dr_state *st, struct dr_report *r)
 	if (scan_names(p.path, st->nccl_asks, st->nccl_asks_coll) == 0) {
 		dr_versions_str(st->nccl_asks, asks, sizeof(asks));
 		dr_versions_str(st->nccl_asks_coll, askc, sizeof(askc));
-		dr_add(s, DR_INFO, "asks for", "ncclNetPlugin_%s, ncclCollNetPlugin_%s (strings in %s)",
-		       asks, askc, p.path);
+		dr_add(s, DR_INFO, "asks for",
+		       "ncclNetPlugin_%s, ncclCollNetPlugin_%s (strings in %s)", asks, askc,
+		       p.path);
 	}
 	if (table > 0)
 		dr_add(s, DR_INFO, "version table",

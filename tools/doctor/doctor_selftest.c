@@ -49,7 +49,8 @@ static int connect_pair(struct loop *lp, const void *handle, struct pair *p, cha
 			break;
 	}
 	if (rc || !p->send || !p->recv) {
-		snprintf(why, len, "connect/accept: %s", rc ? strerror(-rc) : "timed out after 2 s");
+		snprintf(why, len, "connect/accept: %s",
+			 rc ? strerror(-rc) : "timed out after 2 s");
 		return rc ? rc : -ETIMEDOUT;
 	}
 	rc = rw_net_reg_mr(p->send, lp->sbuf, BW_BYTES * BW_INFLIGHT, RW_PTR_HOST, &p->smr);
@@ -398,8 +399,10 @@ static void run_one(struct dr_state *st, struct dr_section *s, enum which w, dou
 			     wrong);
 	else
 		dr_add_value(s, expect > 0 && gbps < 0.1 * expect ? DR_WARN : DR_OK, key, gbps,
-			     "GB/s", "%.2f GB/s with 4 MiB messages (both ends in this thread), %.2fx the expected%s", gbps,
-			     expect > 0 ? gbps / expect : 0,
+			     "GB/s",
+			     "%.2f GB/s with 4 MiB messages (both ends in this thread), %.2fx the "
+			     "expected%s",
+			     gbps, expect > 0 ? gbps / expect : 0,
 			     expect > 0 && gbps < 0.1 * expect
 				     ? ": below a tenth of it (a loaded machine, or a slow path)"
 				     : "; every byte checked");

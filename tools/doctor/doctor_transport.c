@@ -24,7 +24,7 @@
 #include "transport/ib/ib.h"
 #include "transport/rw_net.h"
 
-static void describe_devices(struct rw_net *net, struct dr_section *s, const char *what)
+static void describe_devices(struct rw_net *net, struct dr_section *s, const char *what, bool gdr)
 {
 	int ndev = 0;
 
@@ -39,12 +39,14 @@ static void describe_devices(struct rw_net *net, struct dr_section *s, const cha
 		if (rw_net_get_properties(net, d, &p))
 			continue;
 		bdf = p.pci_path ? strrchr(p.pci_path, '/') : NULL;
-		dr_add_value(s, DR_INFO, "device", p.speed_mbps, "Mbps",
-			     "%d: %s, %d Mbps%s%s%s", d, p.name ? p.name : "?", p.speed_mbps,
-			     bdf ? ", PCI " : "", bdf ? bdf + 1 : "",
-			     p.ptr_support & RW_PTR_DMABUF ? ", GPU memory by dma-buf"
-			     : p.ptr_support & RW_PTR_CUDA ? ", GPU memory by nvidia-peermem"
-							   : "");
+		dr_add_value(s, DR_INFO, "device", p.speed_mbps, "Mbps", "%d: %s, %d Mbps%s%s%s", d,
+			     p.name ? p.name : "?", p.speed_mbps, bdf ? ", PCI " : "",
+			     bdf ? bdf + 1 : "",
+			     !gdr			     ? ""
+			     : p.ptr_support & RW_PTR_DMABUF ? ", GPUDirect RDMA by dma-buf"
+			     : p.ptr_support & RW_PTR_CUDA
+				     ? ", GPUDirect RDMA by nvidia-peermem"
+				     : ", GPUDirect RDMA off (host memory only)");
 	}
 }
 
@@ -68,7 +70,7 @@ static void check_socket(struct dr_state *st, struct dr_report *r)
 	st->socket_ok = true;
 	dr_add(s, DR_OK, "usable", "yes, %lld stream(s) per connection (RINGWAY_SOCKET_NSTREAMS)",
 	       (long long)st->cfg.socket_nstreams);
-	describe_devices(net, s, "devices");
+	describe_devices(net, s, "devices", false);
 	rw_net_destroy(net);
 }
 
@@ -140,7 +142,8 @@ static void check_shm(struct dr_state *st, struct dr_report *r)
 	if (rw_sysfs_read("", "proc/sys/kernel/yama/ptrace_scope", buf, sizeof(buf)) == 0)
 		scope = strtol(buf, NULL, 10);
 	if (!st->cfg.shm_cma) {
-		dr_add(s, DR_INFO, "cma", "off (RINGWAY_SHM_CMA=0): messages go through the slot ring");
+		dr_add(s, DR_INFO, "cma",
+		       "off (RINGWAY_SHM_CMA=0): messages go through the slot ring");
 	} else if (cma_probe(why, sizeof(why)) == 0) {
 		dr_add(s, DR_OK, "cma",
 		       "cross-memory attach permitted%s%s%s: host messages >= %zu bytes are copied "
@@ -164,9 +167,10 @@ static void check_shm(struct dr_state *st, struct dr_report *r)
 
 		dr_add_value(s, total < 1024 ? DR_WARN : DR_INFO, "/dev/shm", avail, "MiB",
 			     "%.0f MiB, %.0f MiB free%s", total, avail,
-			     total < 1024 ? ": ringway does not use it, but NCCL's own shm transport "
-					    "does (docker: --shm-size=1g or more)"
-					  : " (used by NCCL itself, not by ringway)");
+			     total < 1024
+				     ? ": ringway does not use it, but NCCL's own shm transport "
+				       "does (docker: --shm-size=1g or more)"
+				     : " (used by NCCL itself, not by ringway)");
 	} else {
 		dr_add(s, DR_WARN, "/dev/shm",
 		       "absent (%s): ringway does not need it, NCCL's own shm transport does",
@@ -208,8 +212,8 @@ static void ib_sysfs_ports(struct dr_state *st, struct dr_section *s)
 			size_t used = 0;
 			int ngid = 0;
 
-			snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%s/state", devs[i],
-				 ports[p]);
+			snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%s/state",
+				 devs[i], ports[p]);
 			rw_sysfs_read(root, rel, state, sizeof(state));
 			snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%s/link_layer",
 				 devs[i], ports[p]);
@@ -220,8 +224,9 @@ static void ib_sysfs_ports(struct dr_state *st, struct dr_section *s)
 			for (int g = 0; g < 16; g++) {
 				char gid[64], type[32] = "";
 
-				snprintf(rel, sizeof(rel), "sys/class/infiniband/%s/ports/%s/gids/%d",
-					 devs[i], ports[p], g);
+				snprintf(rel, sizeof(rel),
+					 "sys/class/infiniband/%s/ports/%s/gids/%d", devs[i],
+					 ports[p], g);
 				if (rw_sysfs_read(root, rel, gid, sizeof(gid)))
 					break;
 				if (strspn(gid, "0:") == strlen(gid))
@@ -232,14 +237,13 @@ static void ib_sysfs_ports(struct dr_state *st, struct dr_section *s)
 				rw_sysfs_read(root, rel, type, sizeof(type));
 				ngid++;
 				if (used < sizeof(gids))
-					used += (size_t)snprintf(gids + used, sizeof(gids) - used,
-								 "%s[%d] %s%s%s%s", used ? ", " : "", g,
-								 gid, type[0] ? " (" : "", type,
-								 type[0] ? ")" : "");
+					used += (size_t)snprintf(
+						gids + used, sizeof(gids) - used, "%s[%d] %s%s%s%s",
+						used ? ", " : "", g, gid, type[0] ? " (" : "", type,
+						type[0] ? ")" : "");
 			}
-			dr_add(s, DR_INFO, "port",
-			       "%s port %s: %s, %s, %s; %d GID(s)%s%s", devs[i], ports[p], state, ll,
-			       rate, ngid, ngid ? ": " : "", gids);
+			dr_add(s, DR_INFO, "port", "%s port %s: %s, %s, %s; %d GID(s)%s%s", devs[i],
+			       ports[p], state, ll, rate, ngid, ngid ? ": " : "", gids);
 		}
 		rw_sysfs_list_free(ports);
 	}
@@ -272,9 +276,9 @@ static void check_ib(struct dr_state *st, struct dr_report *r)
 	}
 	dr_log_take(s, NULL);
 	st->ib_ok = true;
-	dr_add(s, DR_OK, "usable", "yes, library %s, %lld QP(s) per connection", st->cfg.ibverbs_lib,
-	       (long long)st->cfg.ib_qps_per_conn);
-	describe_devices(net, s, "devices");
+	dr_add(s, DR_OK, "usable", "yes, library %s, %lld QP(s) per connection",
+	       st->cfg.ibverbs_lib, (long long)st->cfg.ib_qps_per_conn);
+	describe_devices(net, s, "devices", true);
 	rw_net_destroy(net);
 }
 
@@ -291,10 +295,13 @@ void dr_check_transports(struct dr_state *st, struct dr_report *r)
 
 		if (st->cfg.transport == RW_TRANSPORT_AUTO)
 			dr_add(s, st->shm_ok || st->socket_ok || st->ib_ok ? DR_OK : DR_FAIL,
-			       "RINGWAY_TRANSPORT", "auto: shm for peers on this host%s, %s between "
-						    "hosts",
+			       "RINGWAY_TRANSPORT",
+			       "auto: shm for peers on this host%s, %s between "
+			       "hosts",
 			       st->shm_ok ? "" : " (unusable here)",
-			       st->ib_ok ? "ib" : st->socket_ok ? "socket" : "nothing usable");
+			       st->ib_ok       ? "ib"
+			       : st->socket_ok ? "socket"
+					       : "nothing usable");
 		else
 			dr_add(s,
 			       (st->cfg.transport == RW_TRANSPORT_SHM && st->shm_ok) ||
@@ -337,9 +344,9 @@ void dr_check_topo(struct dr_state *st, struct dr_report *r)
 		dr_add(s, DR_INFO, "nic", "%d: %s (%s%s%s), %s, %d Mbps%s", i, n->name,
 		       nic_kind(n->kind), n->netdev[0] && strcmp(n->netdev, n->name) ? ", " : "",
 		       n->netdev[0] && strcmp(n->netdev, n->name) ? n->netdev : "",
-		       n->state == RW_TOPO_LINK_UP	 ? "up"
+		       n->state == RW_TOPO_LINK_UP     ? "up"
 		       : n->state == RW_TOPO_LINK_DOWN ? "down"
-							 : "state unknown",
+						       : "state unknown",
 		       n->speed_mbps, n->busid[0] ? "" : ", not on PCI");
 	}
 	if (ngpu == 0)
@@ -358,10 +365,10 @@ void dr_check_topo(struct dr_state *st, struct dr_report *r)
 		dr_add(s, c.path.type >= RW_TOPO_PATH_SYS ? DR_WARN : DR_OK, "pairing",
 		       "GPU %d (%s) -> %s: %s%s", g, gpu->busid, rw_topo_nic_get(t, c.nic)->name,
 		       c.reason,
-		       c.path.type >= RW_TOPO_PATH_SYS
-			       ? "; its nearest NIC is across NUMA nodes: every transfer crosses the "
-				 "CPU interconnect"
-			       : "");
+		       c.path.type >= RW_TOPO_PATH_SYS ? "; its nearest NIC is across NUMA nodes: "
+							 "every transfer crosses the "
+							 "CPU interconnect"
+						       : "");
 	}
 	for (int i = 0; (note = rw_topo_note(t, i)) != NULL; i++)
 		dr_add(s, DR_INFO, "note", "%s", note);
