@@ -134,11 +134,14 @@ static int links_alloc(struct rw_coll_comm *c)
 {
 	int next = next_rank(c), prev = prev_rank(c), n;
 
+	int nmesh = rw_coll_p2p_npairs(c->nranks, c->algo);
+
 	c->nps = 0;
 	c->ps_first = -1;
+	c->p2p_first = -1;
 	if (c->algo == RW_COLL_ALGO_PS)
 		c->nps = c->rank == 0 ? c->nranks - 1 : 1;
-	c->nlinks = 2 * c->nchannels + 4 + 2 * c->nps;
+	c->nlinks = 2 * c->nchannels + 4 + 2 * c->nps + 2 * nmesh;
 	c->links = calloc((size_t)c->nlinks, sizeof(*c->links));
 	if (!c->links)
 		return -ENOMEM;
@@ -158,6 +161,16 @@ static int links_alloc(struct rw_coll_comm *c)
 
 		set_link(&c->links[n + 2 * i], peer, true, RW_LINK_PS);
 		set_link(&c->links[n + 2 * i + 1], peer, false, RW_LINK_PS);
+	}
+	/* the latency algorithms' mesh: a link pair per peer (small_op.c) */
+	n += 2 * c->nps;
+	if (nmesh)
+		c->p2p_first = n;
+	for (int i = 0; i < nmesh; i++) {
+		int peer = i < c->rank ? i : i + 1;
+
+		set_link(&c->links[n + 2 * i], peer, true, RW_LINK_P2P);
+		set_link(&c->links[n + 2 * i + 1], peer, false, RW_LINK_P2P);
 	}
 	return 0;
 }
@@ -234,6 +247,7 @@ int rw_coll_stage_ps(struct rw_coll_comm *c)
 
 static void stages_free(struct rw_coll_comm *c)
 {
+	rw_coll_small_free(c);
 	if (c->stage) {
 		for (int ch = 0; ch < c->nchannels; ch++)
 			stage_free(c, &c->stage[ch], rw_link_send(ch), rw_link_recv(ch));
@@ -269,7 +283,11 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	c->nranks = a->nranks;
 	c->rank = a->rank;
 	c->nchannels = (int)a->cfg->nchannels;
-	c->algo = a->cfg->algo == RW_COLL_ALGO_PS ? RW_COLL_ALGO_PS : RW_COLL_ALGO_RING;
+	c->algo = (unsigned)a->cfg->algo < RW_COLL_ALGO_COUNT ? (enum rw_coll_algo)a->cfg->algo
+							      : RW_COLL_ALGO_AUTO;
+	c->nch_set = a->cfg->set[RW_PARAM_ID_nchannels];
+	c->chunk_set = a->cfg->set[RW_PARAM_ID_chunk_bytes];
+	c->p2p_first = -1;
 	c->chunk_bytes = RW_MAX(a->cfg->chunk_bytes, (size_t)4096);
 	c->chunk_bytes = (c->chunk_bytes + 63) & ~(size_t)63;
 	c->timeout_ms = (int)a->cfg->timeout_ms;
@@ -309,7 +327,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 		"coll: rank %d of %d: %d channel(s), next rank %d at %s, ring position %d, "
 		"chunk %zu bytes, %s",
 		c->rank, c->nranks, c->nchannels, next_rank(c), c->names[next_rank(c)], c->pos,
-		c->chunk_bytes, c->algo == RW_COLL_ALGO_PS ? "ps" : "ring");
+		c->chunk_bytes, rw_coll_algo_name(c->algo));
 	*out = c;
 	return 0;
 
@@ -373,8 +391,8 @@ static int reg_common(struct rw_coll_comm *c, void *data, size_t size, int type,
 	for (int i = 0; i < c->nlinks && !rc; i++) {
 		struct rw_coll_link *l = &c->links[i];
 
-		if (!l->comm || rw_link_is_ctrl(l))
-			continue;
+		if (!l->comm || rw_link_is_ctrl(l) || l->id == RW_LINK_P2P)
+			continue; /* the mesh sends and receives from its own staging */
 		rc = dmabuf ? rw_net_reg_mr_dmabuf(l->comm, data, size, type, offset, fd,
 						   &mr->mrs[i])
 			    : rw_net_reg_mr(l->comm, data, size, type, &mr->mrs[i]);

@@ -74,6 +74,8 @@ static const char *link_name(const struct rw_coll_link *l, char *buf, size_t len
 		snprintf(buf, len, "control link");
 	else if (l->id == RW_LINK_PS)
 		snprintf(buf, len, "ps link");
+	else if (l->id == RW_LINK_P2P)
+		snprintf(buf, len, "mesh link");
 	else
 		snprintf(buf, len, "channel %d", l->id);
 	return buf;

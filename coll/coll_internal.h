@@ -7,6 +7,8 @@
  *   coll_start.c  starting a collective; the blocking wait
  *   ring_op.c     the ring collectives' per-channel state machine
  *   ps.c          RINGWAY_ALGO=ps: everything through rank 0
+ *   small_op.c    the latency algorithms: recursive doubling, direct exchange
+ *   tune.c        which algorithm, channels and chunk for a collective
  *   coll_mem.c    where data lives (host or device) and how it moves
  */
 #ifndef RW_COLL_INTERNAL_H
@@ -37,6 +39,12 @@
 #define RW_LINK_CTRL_FWD 0x10000
 #define RW_LINK_CTRL_BWD 0x10001
 #define RW_LINK_PS	 0x10002
+#define RW_LINK_P2P	 0x10003 /* the latency algorithms' mesh (3+ ranks) */
+
+/* The mesh of the latency algorithms is made for at most this many ranks
+ * (a link pair per peer); above, auto keeps the ring and rd/direct fall
+ * back to it. */
+#define RW_COLL_MESH_MAX 16
 
 /** A registered little buffer for hellos, tokens and failure notices:
  *  received messages land at 0; a sender keeps a notice at 32, a mismatch
@@ -149,6 +157,8 @@ struct rw_coll_algo_ops {
 
 extern const struct rw_coll_algo_ops rw_coll_ring_ops;
 extern const struct rw_coll_algo_ops rw_coll_ps_ops;
+extern const struct rw_coll_algo_ops rw_coll_rd_ops;
+extern const struct rw_coll_algo_ops rw_coll_direct_ops;
 
 struct rw_coll_req {
 	struct rw_coll_comm *comm;
@@ -170,9 +180,22 @@ struct rw_coll_req {
 	uint64_t token_no;    /**< tokens_due once it started */
 	uint64_t last_progress_ms;
 	int nvtx_depth;
-	void *act_event;  /**< device: the activation's copy, NULL when none is pending */
-	void *act_stream; /**< device, one rank: the stream it runs on (owned) */
-	void *algo;	  /**< the algorithm's state */
+	void *act_event;    /**< device: the activation's copy, NULL when none is pending */
+	void *act_stream;   /**< device, one rank: the stream it runs on (owned) */
+	void *algo;	    /**< the algorithm's state */
+	int nch;	    /**< ring: channels this collective uses (tune.c) */
+	size_t chunk_bytes; /**< ring: its chunk, at most the comm's slot stride */
+};
+
+/** The latency algorithms' staging (small_op.c), grown to the largest
+ *  message at the start of a collective that needs more; registered on
+ *  every link it sends from (out) or receives into (in). */
+struct rw_coll_small {
+	char *buf;	       /**< nslots * stride bytes out, then nslots * stride in */
+	size_t stride;	       /**< a slot: the 16-byte signature, then the data */
+	int nslots;	       /**< per direction */
+	int nlinks;	       /**< entries of mr */
+	struct rw_net_mr **mr; /**< per link of the comm (NULL: not registered) */
 };
 
 struct rw_coll_comm {
@@ -192,6 +215,9 @@ struct rw_coll_comm {
 	struct rw_coll_stage *stage;	/**< per channel */
 	struct rw_coll_stage *ps_stage; /**< per ps recv link, or NULL */
 	int nps;			/**< ps link pairs */
+	int p2p_first;			/**< index of the first mesh link, or -1 */
+	struct rw_coll_small *small;	/**< small_op.c's staging, or NULL */
+	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
 	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */
@@ -221,6 +247,19 @@ static inline bool rw_link_is_ctrl(const struct rw_coll_link *l)
 {
 	return l->id == RW_LINK_CTRL_FWD || l->id == RW_LINK_CTRL_BWD;
 }
+
+/* --- small_op.c / tune.c --------------------------------------------------- */
+
+/** Send and receive links to peer for the latency algorithms: the mesh's,
+ *  or channel 0's with 2 ranks.  -1 when there are none. */
+int rw_coll_p2p_send_link(const struct rw_coll_comm *c, int peer);
+int rw_coll_p2p_recv_link(const struct rw_coll_comm *c, int peer);
+/** Does the comm have links for the latency algorithms? */
+bool rw_coll_has_p2p(const struct rw_coll_comm *c);
+/** Mesh link pairs links_alloc() adds for algo (0 if none). */
+int rw_coll_p2p_npairs(int nranks, enum rw_coll_algo algo);
+/** Free the latency staging (before the links close). */
+void rw_coll_small_free(struct rw_coll_comm *c);
 
 /* --- coll_conn.c ------------------------------------------------------------ */
 

@@ -219,6 +219,7 @@ static void unregister_buffers(struct rw_coll_req *r)
 
 int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct rw_coll_req **out)
 {
+	struct rw_coll_choice choice;
 	struct rw_coll_req *r;
 	size_t src_bytes, dst_bytes;
 	int rc;
@@ -256,20 +257,35 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 				  &r->mem);
 	if (rc)
 		goto err_free;
-	r->ops = &rw_coll_ring_ops;
-	if (c->algo == RW_COLL_ALGO_PS && a->kind == RW_COLL_ALLREDUCE && c->nranks > 1) {
-		if (r->mem == RW_COLL_MEM_HOST)
-			r->ops = &rw_coll_ps_ops;
-		else
-			RW_INFO(RW_LOG_COLL,
-				"coll: RINGWAY_ALGO=ps is host memory only; ring used");
+	rw_coll_choose(c, a->kind, a->count, a->dtype, r->mem == RW_COLL_MEM_DEVICE, &choice);
+	r->nch = choice.nchannels;
+	r->chunk_bytes = choice.chunk_bytes;
+	switch (choice.algo) {
+	case RW_COLL_ALGO_PS:
+		r->ops = &rw_coll_ps_ops;
+		break;
+	case RW_COLL_ALGO_RD:
+		r->ops = &rw_coll_rd_ops;
+		break;
+	case RW_COLL_ALGO_DIRECT:
+		r->ops = &rw_coll_direct_ops;
+		break;
+	default:
+		r->ops = &rw_coll_ring_ops;
+		break;
 	}
+	if (c->algo != RW_COLL_ALGO_AUTO && c->algo != RW_COLL_ALGO_RING &&
+	    r->mem != RW_COLL_MEM_HOST && a->kind == RW_COLL_ALLREDUCE && c->nranks > 1)
+		RW_INFO(RW_LOG_COLL, "coll: RINGWAY_ALGO=%s is host memory only; ring used",
+			rw_coll_algo_name(c->algo));
 	if (c->nranks > 1 && r->mem == RW_COLL_MEM_DEVICE) {
 		rc = rw_coll_stage_device(c);
 		if (rc)
 			goto err_free;
 	}
-	if (c->nranks > 1 && r->mem == RW_COLL_MEM_HOST) {
+	/* the latency algorithms send and receive through their own staging */
+	if (c->nranks > 1 && r->mem == RW_COLL_MEM_HOST && r->ops != &rw_coll_rd_ops &&
+	    r->ops != &rw_coll_direct_ops) {
 		rc = register_buffers(r, src_bytes, dst_bytes);
 		if (rc)
 			goto err_unregister;

@@ -110,8 +110,8 @@ static int ring_init(struct rw_coll_req *r)
 		.nranks = c->nranks,
 		.rank = c->rank,
 		.root = r->a.root,
-		.nchannels = c->nchannels,
-		.chunk_elems = c->chunk_bytes / r->esize,
+		.nchannels = r->nch,
+		.chunk_elems = r->chunk_bytes / r->esize,
 		.seg_off = r->a.seg_off,
 		.seg_count = r->a.seg_count,
 	};
@@ -122,7 +122,7 @@ static int ring_init(struct rw_coll_req *r)
 	rc = rw_coll_ring_args(r, &pa, &ring_seg); /* ring positions (placement) */
 	if (rc)
 		return rc;
-	st = calloc(1, sizeof(*st) + (size_t)c->nchannels * sizeof(st->ch[0]));
+	st = calloc(1, sizeof(*st) + (size_t)r->nch * sizeof(st->ch[0]));
 	if (!st) {
 		free(ring_seg);
 		return -ENOMEM;
@@ -133,7 +133,7 @@ static int ring_init(struct rw_coll_req *r)
 		free(st);
 		return rc;
 	}
-	for (int ch = 0; ch < c->nchannels; ch++) {
+	for (int ch = 0; ch < r->nch; ch++) {
 		struct ring_chan *cs = &st->ch[ch];
 
 		cs->smore = rw_ring_plan_send_first(&st->plan, ch, &cs->spos);
@@ -156,7 +156,7 @@ static void ring_fini(struct rw_coll_req *r)
 	 * work still in flight (a failed collective) must end before we do,
 	 * so that nothing is written into the user's buffers afterwards */
 	if (r->mem == RW_COLL_MEM_DEVICE && r->comm->nranks > 1) {
-		for (int ch = 0; ch < r->comm->nchannels; ch++) {
+		for (int ch = 0; ch < r->nch; ch++) {
 			struct ring_chan *cs = &st->ch[ch];
 			bool busy = cs->staged;
 
@@ -626,7 +626,7 @@ static int ring_progress(struct rw_coll_req *r, bool *progressed)
 		st->phase_pushed = true;
 		r->nvtx_depth++;
 	}
-	for (int ch = 0; ch < c->nchannels; ch++) {
+	for (int ch = 0; ch < r->nch; ch++) {
 		struct ring_chan *cs = &st->ch[ch];
 		bool moved;
 
@@ -666,7 +666,7 @@ static void ring_waiting(const struct rw_coll_req *r, int *peer, int *step, size
 	const struct rw_coll_comm *c = r->comm;
 	const struct ring_state *st = state_of(r);
 
-	for (int ch = 0; ch < c->nchannels; ch++) {
+	for (int ch = 0; ch < r->nch; ch++) {
 		const struct ring_chan *cs = &st->ch[ch];
 
 		if (cs->ps_n) {
@@ -679,7 +679,7 @@ static void ring_waiting(const struct rw_coll_req *r, int *peer, int *step, size
 			return;
 		}
 	}
-	for (int ch = 0; ch < c->nchannels; ch++) {
+	for (int ch = 0; ch < r->nch; ch++) {
 		const struct ring_chan *cs = &st->ch[ch];
 
 		if (cs->pr_n) {

@@ -40,8 +40,18 @@ struct rw_coll_comm;
 struct rw_coll_mr;
 struct rw_coll_req;
 
-/** RINGWAY_ALGO values (the order of its "ring|ps" choices). */
-enum rw_coll_algo { RW_COLL_ALGO_RING, RW_COLL_ALGO_PS, RW_COLL_ALGO_COUNT };
+/** RINGWAY_ALGO values (the order of its "ring|ps|auto|rd|direct" choices). */
+enum rw_coll_algo {
+	RW_COLL_ALGO_RING,
+	RW_COLL_ALGO_PS,
+	RW_COLL_ALGO_AUTO, /**< by size and rank count (coll/tune.c) */
+	RW_COLL_ALGO_RD,   /**< recursive doubling (coll/small_op.c) */
+	RW_COLL_ALGO_DIRECT,
+	RW_COLL_ALGO_COUNT
+};
+
+/** "ring", "ps", "auto", "rd", "direct"; "?" out of range. */
+const char *rw_coll_algo_name(enum rw_coll_algo algo);
 
 /** Collectives; same values as enum rw_ring_kind. */
 enum rw_coll_kind {
@@ -189,6 +199,23 @@ int rw_coll_test(struct rw_coll_req *req, int *done, size_t *bytes);
  * nothing moved.  Bounded by the collective's own timeout.
  */
 int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a);
+
+/** How one collective runs: the algorithm, and for the ring its channels
+ *  and chunk (the latency algorithms use one message per peer). */
+struct rw_coll_choice {
+	enum rw_coll_algo algo; /**< never AUTO */
+	int nchannels;
+	size_t chunk_bytes;
+};
+
+/**
+ * What rw_coll_start() would run for this collective of count elements of
+ * dtype (device: buffers in device memory): RINGWAY_ALGO, else the table
+ * of coll/tune.c by size and rank count; RINGWAY_NCHANNELS and
+ * RINGWAY_CHUNK_BYTES when set, else by size.  Every rank computes the same.
+ */
+void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t count,
+		    enum rw_dtype dtype, bool device, struct rw_coll_choice *out);
 
 /** "allreduce", ... */
 const char *rw_coll_kind_name(enum rw_coll_kind kind);

@@ -98,10 +98,6 @@ static const struct pub_field {
 #undef PUB
 };
 
-static const char *const algo_names[] = {[RW_COLL_ALGO_RING] = "ring", [RW_COLL_ALGO_PS] = "ps"};
-static_assert(sizeof(algo_names) / sizeof(algo_names[0]) == RW_COLL_ALGO_COUNT,
-	      "a name per algorithm");
-
 /* c is an rw_config_t that RW_CONFIG_INIT set up, of a size this library
  * knows; `arg` names it in the warning ("config", "out"). */
 static int config_check(const char *call, const char *arg, const rw_config_t *c)
@@ -198,7 +194,7 @@ int rw_world_get_config(const struct rw_comm *w, rw_config_t *out)
 		return rc;
 	rw_coll_comm_settings(w->coll, &s);
 	if (HAS(out, algo))
-		out->algo = (unsigned)s.algo < RW_COLL_ALGO_COUNT ? algo_names[s.algo] : "?";
+		out->algo = rw_coll_algo_name(s.algo);
 	if (HAS(out, nchannels))
 		out->nchannels = s.nchannels;
 	if (HAS(out, chunk_bytes))

@@ -51,6 +51,8 @@ static const struct rw_param_desc param_table[] = {
 #include "common/rw_params.def"
 };
 
+static_assert(RW_ARRAY_SIZE(param_table) == RW_PARAM_ID_COUNT, "a row per rw_param_id");
+
 const struct rw_param_desc *rw_params_table(size_t *n)
 {
 	*n = RW_ARRAY_SIZE(param_table);
@@ -283,10 +285,19 @@ int rw_config_set(struct rw_config *cfg, const char *env, const char *value)
 	/* parse into a copy of the one field: cfg stays untouched on failure */
 	memcpy((char *)&tmp + d->offset, (const char *)cfg + d->offset, field_size(d));
 	rc = param_parse(&tmp, d, value);
-	if (rc == 0)
+	if (rc == 0) {
 		memcpy((char *)cfg + d->offset, (const char *)&tmp + d->offset, field_size(d));
+		cfg->set[d - param_table] = true;
+	}
 	memset((char *)&tmp + d->offset, 0, field_size(d)); /* may be the secret */
 	return rc;
+}
+
+bool rw_config_is_set(const struct rw_config *cfg, const char *env)
+{
+	const struct rw_param_desc *d = rw_param_find(env);
+
+	return d && cfg->set[d - param_table];
 }
 
 int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg)
@@ -304,6 +315,7 @@ int rw_config_load(struct rw_config *cfg, rw_env_fn env, void *arg)
 		if (!v)
 			continue;
 		if (param_parse(cfg, d, v) == 0) {
+			cfg->set[i] = true;
 			RW_INFO(RW_LOG_ENV, "%s set by environment to %s", d->env,
 				d->secret ? "(hidden)" : v);
 			continue;

@@ -35,6 +35,17 @@ enum rw_socket_family {
 	RW_SOCKET_FAMILY_COUNT
 };
 
+/* Row numbers of the registry (rw_params_table() order). */
+enum rw_param_id {
+#define RW_PARAM_INT(field, name, def, min, max, help)	RW_PARAM_ID_##field,
+#define RW_PARAM_SIZE(field, name, def, min, max, help) RW_PARAM_ID_##field,
+#define RW_PARAM_STR(field, name, def, help)		RW_PARAM_ID_##field,
+#define RW_PARAM_SECRET(field, name, def, help)		RW_PARAM_ID_##field,
+#define RW_PARAM_ENUM(field, name, def, choices, help)	RW_PARAM_ID_##field,
+#include "common/rw_params.def"
+	RW_PARAM_ID_COUNT
+};
+
 struct rw_config {
 #define RW_PARAM_INT(field, name, def, min, max, help)	int64_t field;
 #define RW_PARAM_SIZE(field, name, def, min, max, help) size_t field;
@@ -42,6 +53,10 @@ struct rw_config {
 #define RW_PARAM_SECRET(field, name, def, help)		char field[RW_PARAM_STR_MAX];
 #define RW_PARAM_ENUM(field, name, def, choices, help)	int field;
 #include "common/rw_params.def"
+	/** Per row: the value came from the environment or rw_config_set(),
+	 *  not the default (the engine's choice by size yields to a value the
+	 *  user gave, default or not). */
+	bool set[RW_PARAM_ID_COUNT];
 };
 
 enum rw_param_type {
@@ -80,6 +95,10 @@ eturn 0; -ENOENT (no such variable), -EINVAL (does not parse), -ERANGE
  * (out of bounds, too long); cfg is untouched on failure.
  */
 int rw_config_set(struct rw_config *cfg, const char *env, const char *value);
+
+/** Did the environment or rw_config_set() give variable env a value
+ *  (even one equal to the default)?  false for an unknown name. */
+bool rw_config_is_set(const struct rw_config *cfg, const char *env);
 
 /**
  * Reads a variable.  Returns NULL when unset.  The default (NULL given to

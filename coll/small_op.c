@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The latency algorithms of allreduce, for small host buffers (tune.c
+ * decides when): every message is the whole buffer behind the collective's
+ * 16-byte signature, in one send, on one link per peer (the mesh of
+ * RW_LINK_P2P links; with 2 ranks channel 0's links).  No chunks, no
+ * channels; receives are all posted before the first send.
+ *
+ *   direct  every rank sends its buffer to every other and folds the P
+ *           buffers in rank order: 1 message time, P-1 sends and receives.
+ *   rd      recursive doubling: round k swaps the partial sum with rank
+ *           r ^ 2^k, ceil(log2 P) message times.  With P not a power of
+ *           two (p2 the largest power of two below P), rank p2 + i first
+ *           sends its buffer to rank i, which folds it in, and gets the
+ *           result back from rank i at the end.
+ *
+ * Exact and the same bits on every rank: every reduction combines the
+ * lower ranks' partial with the higher ranks' (lower first), so two
+ * partners compute the same value, and the tree of the sum is the same for
+ * every rank (direct: one left fold in rank order, the same on every rank;
+ * rd: ((r0 op r(p2)) op r1) op (r2 op r3) ... as the rounds pair them).
+ * avg sums and divides once, at the last reduction.
+ *
+ * The staging (struct rw_coll_small) is the comm's: out slots the sends
+ * read (the signature, then the data) and in slots the receives fill; the
+ * user's buffers are only read and written by memcpy and the kernels, never
+ * registered.  A received signature that differs from ours fails every rank
+ * with both collectives named (rw_coll_fail_mismatch) before anything
+ * received is used.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/coll_internal.h"
+#include "common/rw_log.h"
+
+#define SIG_BYTES sizeof(struct rw_coll_sig)
+#define MAX_MSGS  (2 * RW_COLL_MESH_MAX) /* sends or receives of one rank */
+
+/* One message of this rank's schedule. */
+struct msg {
+	int peer, link, slot;
+	int round; /* for messages: rd's round (-1 the fold, L the result) */
+	struct rw_net_req *req;
+	bool posted, done;
+};
+
+struct small_state {
+	bool rd;
+	bool started;
+	int nsend, nrecv;
+	struct msg send[MAX_MSGS], recv[MAX_MSGS];
+	/* rd: where this rank is */
+	int p2, extra, rounds;
+	int stage;     /* rd: the next receive to fold (index into recv) */
+	int next_out;  /* rd: the next free out slot */
+	const char *cur; /* rd: this rank's partial (sendbuf's copy or an out slot) */
+	bool folded;	 /* everything reduced into recvbuf */
+};
+
+static struct small_state *state_of(const struct rw_coll_req *r)
+{
+	return r->algo;
+}
+
+/* --- links and staging ------------------------------------------------------- */
+
+int rw_coll_p2p_npairs(int nranks, enum rw_coll_algo algo)
+{
+	if (nranks < 3 || nranks > RW_COLL_MESH_MAX)
+		return 0; /* 2 ranks: channel 0's links */
+	if (algo != RW_COLL_ALGO_AUTO && algo != RW_COLL_ALGO_RD && algo != RW_COLL_ALGO_DIRECT)
+		return 0;
+	return nranks - 1;
+}
+
+bool rw_coll_has_p2p(const struct rw_coll_comm *c)
+{
+	return c->nranks == 2 || c->p2p_first >= 0;
+}
+
+int rw_coll_p2p_send_link(const struct rw_coll_comm *c, int peer)
+{
+	if (c->nranks == 2)
+		return rw_link_send(0);
+	if (c->p2p_first < 0 || peer == c->rank)
+		return -1;
+	return c->p2p_first + 2 * (peer < c->rank ? peer : peer - 1);
+}
+
+int rw_coll_p2p_recv_link(const struct rw_coll_comm *c, int peer)
+{
+	int l = rw_coll_p2p_send_link(c, peer);
+
+	return c->nranks == 2 ? rw_link_recv(0) : l < 0 ? -1 : l + 1;
+}
+
+void rw_coll_small_free(struct rw_coll_comm *c)
+{
+	struct rw_coll_small *s = c->small;
+
+	if (!s)
+		return;
+	for (int i = 0; i < s->nlinks; i++)
+		if (s->mr[i] && c->links[i].comm) /* a closed link took it along */
+			rw_net_dereg_mr(c->links[i].comm, s->mr[i]);
+	free(s->mr);
+	free(s->buf);
+	free(s);
+	c->small = NULL;
+}
+
+static int slots_needed(int nranks)
+{
+	int rounds = 0;
+
+	while ((2 << rounds) <= nranks)
+		rounds++;
+	return RW_MAX(nranks - 1, rounds + 2);
+}
+
+/* Staging with slots of at least stride bytes, registered on every link of
+ * the latency algorithms.  Only called while no collective uses it. */
+static int small_stage(struct rw_coll_comm *c, size_t stride)
+{
+	struct rw_coll_small *s;
+	size_t bytes;
+	int rc = 0;
+
+	if (c->small && c->small->stride >= stride)
+		return 0;
+	rw_coll_small_free(c);
+	stride = RW_MAX(stride, (size_t)4096);
+	/* grow by powers of two: a sweep of sizes re-registers a few times */
+	for (size_t p = 4096; p < stride && p < SIZE_MAX / 2; p *= 2)
+		if (p * 2 >= stride)
+			stride = p * 2;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->stride = stride;
+	s->nslots = slots_needed(c->nranks);
+	s->nlinks = c->nlinks;
+	bytes = 2 * (size_t)s->nslots * stride;
+	s->buf = aligned_alloc(4096, bytes);
+	s->mr = calloc((size_t)c->nlinks, sizeof(*s->mr));
+	c->small = s;
+	if (!s->buf || !s->mr) {
+		rw_coll_small_free(c);
+		return -ENOMEM;
+	}
+	for (int peer = 0; peer < c->nranks && !rc; peer++) {
+		int ls = rw_coll_p2p_send_link(c, peer), lr = rw_coll_p2p_recv_link(c, peer);
+
+		if (peer == c->rank)
+			continue;
+		if (ls >= 0 && !s->mr[ls] && c->links[ls].comm)
+			rc = rw_net_reg_mr(c->links[ls].comm, s->buf, bytes, RW_PTR_HOST, &s->mr[ls]);
+		if (!rc && lr >= 0 && !s->mr[lr] && c->links[lr].comm)
+			rc = rw_net_reg_mr(c->links[lr].comm, s->buf, bytes, RW_PTR_HOST, &s->mr[lr]);
+	}
+	if (rc)
+		rw_coll_small_free(c);
+	return rc;
+}
+
+static char *out_slot(const struct rw_coll_comm *c, int k)
+{
+	return c->small->buf + (size_t)k * c->small->stride;
+}
+
+static char *in_slot(const struct rw_coll_comm *c, int k)
+{
+	return c->small->buf + (size_t)(c->small->nslots + k) * c->small->stride;
+}
+
+/* --- the schedules ----------------------------------------------------------- */
+
+static void add(struct msg *m, int *n, int peer, int link, int slot, int round)
+{
+	m[*n] = (struct msg){.peer = peer, .link = link, .slot = slot, .round = round};
+	(*n)++;
+}
+
+static int small_init(struct rw_coll_req *r, bool rd)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct small_state *st;
+	int me = c->rank, p = c->nranks;
+
+	if (!rw_coll_has_p2p(c) || p < 2 || p > RW_COLL_MESH_MAX)
+		return -EINVAL; /* tune.c never picks it then */
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	st->rd = rd;
+	if (!rd) {
+		/* direct: out slot 0 to everyone, in slot i from the i-th peer */
+		for (int q = 0, i = 0; q < p; q++) {
+			if (q == me)
+				continue;
+			add(st->recv, &st->nrecv, q, rw_coll_p2p_recv_link(c, q), i++, 0);
+			add(st->send, &st->nsend, q, rw_coll_p2p_send_link(c, q), 0, 0);
+		}
+		r->algo = st;
+		return 0;
+	}
+	for (st->p2 = 1; st->p2 * 2 <= p; st->p2 *= 2)
+		st->rounds++;
+	st->extra = p - st->p2;
+	if (me >= st->p2) {
+		/* sends its buffer to me - p2, gets the result back */
+		int q = me - st->p2;
+
+		add(st->send, &st->nsend, q, rw_coll_p2p_send_link(c, q), 0, -1);
+		add(st->recv, &st->nrecv, q, rw_coll_p2p_recv_link(c, q), 0, st->rounds);
+	} else {
+		/* receives: the fold, then one per round; sends are added as the
+		 * partials are made (their out slots are known only then) */
+		if (me < st->extra)
+			add(st->recv, &st->nrecv, me + st->p2,
+			    rw_coll_p2p_recv_link(c, me + st->p2), st->nrecv, -1);
+		for (int k = 0; k < st->rounds; k++) {
+			int q = me ^ (1 << k);
+
+			add(st->recv, &st->nrecv, q, rw_coll_p2p_recv_link(c, q), st->nrecv, k);
+		}
+	}
+	r->algo = st;
+	return 0;
+}
+
+static int direct_init(struct rw_coll_req *r)
+{
+	return small_init(r, false);
+}
+
+static int rd_init(struct rw_coll_req *r)
+{
+	return small_init(r, true);
+}
+
+static void small_fini(struct rw_coll_req *r)
+{
+	free(state_of(r));
+}
+
+/* --- moving messages ---------------------------------------------------------- */
+
+static size_t msg_bytes(const struct rw_coll_req *r)
+{
+	return SIG_BYTES + r->a.count * r->esize;
+}
+
+static int post_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct rw_coll_link *l = &c->links[m->link];
+	int rc;
+
+	if (m->posted)
+		return 0;
+	rc = rw_net_isend(l->comm, out_slot(c, m->slot), msg_bytes(r), RW_COLL_TAG,
+			  c->small->mr[m->link], &m->req);
+	if (rc)
+		return rw_coll_fail(r, rc, m->peer, "sending to", m->round, 0);
+	m->posted = m->req != NULL;
+	if (m->posted)
+		c->stats.chunks_sent++;
+	*progressed |= m->posted;
+	return 0;
+}
+
+static int post_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct rw_coll_link *l = &c->links[m->link];
+	void *data = in_slot(c, m->slot);
+	size_t size = c->small->stride;
+	int tag = RW_COLL_TAG, rc;
+
+	if (m->posted)
+		return 0;
+	rc = rw_net_irecv(l->comm, 1, &data, &size, &tag, &c->small->mr[m->link], &m->req);
+	if (rc)
+		return rw_coll_fail(r, rc, m->peer, "posting a receive from", m->round, 0);
+	m->posted = m->req != NULL;
+	*progressed |= m->posted;
+	return 0;
+}
+
+static int test_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
+{
+	int done = 0, rc;
+
+	if (!m->posted || m->done)
+		return 0;
+	rc = rw_net_test(m->req, &done, NULL);
+	if (rc)
+		return rw_coll_fail(r, rc, m->peer, "sending to", m->round, 0);
+	m->done = done;
+	*progressed |= m->done;
+	return 0;
+}
+
+/* A receive that completed is checked: its signature and size are ours. */
+static int test_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct rw_coll_sig theirs = {0};
+	size_t got = 0;
+	int done = 0, rc;
+
+	if (!m->posted || m->done)
+		return 0;
+	rc = rw_net_test(m->req, &done, &got);
+	if (rc)
+		return rw_coll_fail(r, rc, m->peer, "receiving from", m->round, 0);
+	if (!done)
+		return 0;
+	if (got >= SIG_BYTES)
+		memcpy(&theirs, in_slot(c, m->slot), SIG_BYTES);
+	if (!rw_coll_sig_same(&theirs, &r->sig))
+		return rw_coll_fail_mismatch(r, m->peer, &theirs);
+	if (got != msg_bytes(r)) {
+		RW_WARN(RW_LOG_COLL,
+			"coll: rank %d: %s allreduce: rank %d sent %zu bytes; expected %zu (do all "
+			"ranks pass the same RINGWAY_* settings?)",
+			c->rank, r->ops->name, m->peer, got, msg_bytes(r));
+		return rw_coll_fail(r, -EPROTO, m->peer, "receiving from", m->round, 0);
+	}
+	c->stats.chunks_recv++;
+	m->done = true;
+	*progressed = true;
+	return 0;
+}
+
+/* dst = srcs[0] op ... op srcs[n-1], left to right; final: avg divides. */
+static int fold(const struct rw_coll_req *r, void *dst, const void **srcs, int n, bool final)
+{
+	size_t count = r->a.count;
+	const void *grp[RW_REDUCE_MAX_SRCS];
+	int used = 0, rc;
+
+	for (int i = 0; i < n; i++) {
+		bool last = i == n - 1;
+
+		grp[used++] = srcs[i];
+		if (used < RW_REDUCE_MAX_SRCS && !last)
+			continue;
+		if (last && final && r->a.op == RW_OP_AVG)
+			rc = rw_reduce_multi_avg(dst, grp, (unsigned)used, count, r->a.dtype,
+						 (unsigned)r->comm->nranks);
+		else
+			rc = rw_reduce_multi(dst, grp, (unsigned)used, count, r->a.dtype, r->redop);
+		if (rc)
+			return rc;
+		used = 0;
+		grp[used++] = dst; /* the next group folds onto the partial */
+	}
+	return 0;
+}
+
+/* First call: staging, our signature in every out slot, our buffer in out
+ * slot 0, every receive posted. */
+static int start(struct rw_coll_req *r, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct small_state *st = state_of(r);
+	int rc = small_stage(c, msg_bytes(r));
+
+	if (rc)
+		return rc;
+	for (int k = 0; k < c->small->nslots; k++)
+		memcpy(out_slot(c, k), &r->sig, SIG_BYTES);
+	if (r->a.count)
+		memcpy(out_slot(c, 0) + SIG_BYTES, r->a.sendbuf, r->a.count * r->esize);
+	st->cur = out_slot(c, 0) + SIG_BYTES;
+	st->next_out = 1;
+	st->started = true;
+	*progressed = true;
+	return 0;
+}
+
+static int direct_step(struct rw_coll_req *r, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct small_state *st = state_of(r);
+	const void *srcs[RW_COLL_MESH_MAX];
+	int rc;
+
+	for (int i = 0; i < st->nrecv; i++) {
+		rc = post_recv(r, &st->recv[i], progressed);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < st->nsend; i++) {
+		rc = post_send(r, &st->send[i], progressed);
+		if (!rc)
+			rc = test_send(r, &st->send[i], progressed);
+		if (rc)
+			return rc;
+	}
+	for (int i = 0; i < st->nrecv; i++) {
+		rc = test_recv(r, &st->recv[i], progressed);
+		if (rc)
+			return rc;
+		if (!st->recv[i].done)
+			return 0;
+	}
+	if (st->folded)
+		return 0;
+	st->folded = true;
+	*progressed = true;
+	if (!r->a.count)
+		return 0;
+	/* every buffer is here: fold them in rank order */
+	for (int q = 0, i = 0; q < c->nranks; q++)
+		srcs[q] = q == c->rank ? st->cur : in_slot(c, st->recv[i++].slot) + SIG_BYTES;
+	return fold(r, r->a.recvbuf, srcs, c->nranks, true);
+}
+
+/* rd: send this rank's partial (st->cur, in an out slot) to peer. */
+static void rd_send(struct rw_coll_req *r, int peer, int round)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct small_state *st = state_of(r);
+	int slot = (int)((st->cur - SIG_BYTES - c->small->buf) / (ptrdiff_t)c->small->stride);
+
+	add(st->send, &st->nsend, peer, rw_coll_p2p_send_link(c, peer), slot, round);
+}
+
+static int rd_step(struct rw_coll_req *r, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct small_state *st = state_of(r);
+	int me = c->rank, rc;
+
+	for (int i = 0; i < st->nrecv; i++) {
+		rc = post_recv(r, &st->recv[i], progressed);
+		if (rc)
+			return rc;
+	}
+	if (me >= st->p2) {
+		/* the extra rank: its buffer out, the result in */
+		struct msg *m = &st->recv[0];
+
+		rc = post_send(r, &st->send[0], progressed);
+		if (!rc)
+			rc = test_send(r, &st->send[0], progressed);
+		if (!rc)
+			rc = test_recv(r, m, progressed);
+		if (rc || !m->done || st->folded)
+			return rc;
+		if (r->a.count)
+			memcpy(r->a.recvbuf, in_slot(c, m->slot) + SIG_BYTES,
+			       r->a.count * r->esize);
+		st->folded = true;
+		*progressed = true;
+		return 0;
+	}
+	if (st->stage == 0 && st->nsend == 0 && me >= st->extra)
+		rd_send(r, me ^ 1, 0); /* no fold: round 0 starts with our buffer */
+	for (;;) {
+		struct msg *m;
+		const void *srcs[2];
+		bool last, lower;
+		char *dst;
+		int k;
+
+		for (int i = 0; i < st->nsend; i++) {
+			rc = post_send(r, &st->send[i], progressed);
+			if (!rc)
+				rc = test_send(r, &st->send[i], progressed);
+			if (rc)
+				return rc;
+		}
+		if (st->stage >= st->nrecv)
+			return 0;
+		m = &st->recv[st->stage];
+		rc = test_recv(r, m, progressed);
+		if (rc || !m->done)
+			return rc;
+		/* lower ranks' partial first: partners compute the same bits */
+		lower = m->round < 0 || me < m->peer;
+		srcs[0] = lower ? st->cur : in_slot(c, m->slot) + SIG_BYTES;
+		srcs[1] = lower ? in_slot(c, m->slot) + SIG_BYTES : st->cur;
+		last = st->stage == st->nrecv - 1;
+		/* the result goes to recvbuf, unless a folded-in rank waits for it */
+		dst = last && me >= st->extra ? r->a.recvbuf
+					      : out_slot(c, st->next_out++) + SIG_BYTES;
+		if (r->a.count) {
+			rc = fold(r, dst, srcs, 2, last);
+			if (rc)
+				return rc;
+		}
+		st->stage++;
+		*progressed = true;
+		if (!last) {
+			st->cur = dst;
+			k = st->recv[st->stage].round;
+			rd_send(r, me ^ (1 << k), k);
+			continue;
+		}
+		if (me < st->extra) {
+			st->cur = dst;
+			rd_send(r, me + st->p2, st->rounds);
+			if (r->a.count)
+				memcpy(r->a.recvbuf, dst, r->a.count * r->esize);
+		}
+		st->folded = true;
+	}
+}
+
+static bool all_done(const struct small_state *st)
+{
+	if (!st->folded)
+		return false;
+	for (int i = 0; i < st->nsend; i++)
+		if (!st->send[i].done)
+			return false;
+	for (int i = 0; i < st->nrecv; i++)
+		if (!st->recv[i].done)
+			return false;
+	return true;
+}
+
+static int small_progress(struct rw_coll_req *r, bool *progressed)
+{
+	struct small_state *st = state_of(r);
+	int rc;
+
+	if (!st->started) {
+		rc = start(r, progressed);
+		if (rc)
+			return rc;
+	}
+	rc = st->rd ? rd_step(r, progressed) : direct_step(r, progressed);
+	if (rc)
+		return rc;
+	return all_done(st) ? 1 : 0;
+}
+
+/* A send the peer does not take names it before a receive that does not
+ * come (the missing data may only be that peer waiting in turn). */
+static void small_waiting(const struct rw_coll_req *r, int *peer, int *step, size_t *chunk,
+			  const char **what)
+{
+	const struct small_state *st = state_of(r);
+
+	*chunk = 0;
+	for (int i = 0; i < st->nsend; i++) {
+		const struct msg *m = &st->send[i];
+
+		if (m->posted && !m->done) {
+			*peer = m->peer;
+			*step = m->round;
+			*what = "waiting for a send to be taken by";
+			return;
+		}
+	}
+	for (int i = 0; i < st->nrecv; i++) {
+		const struct msg *m = &st->recv[i];
+
+		if (!m->done) {
+			*peer = m->peer;
+			*step = m->round;
+			*what = "waiting for data from";
+			return;
+		}
+	}
+}
+
+const struct rw_coll_algo_ops rw_coll_rd_ops = {
+	.name = "rd",
+	.init = rd_init,
+	.progress = small_progress,
+	.waiting = small_waiting,
+	.fini = small_fini,
+};
+
+const struct rw_coll_algo_ops rw_coll_direct_ops = {
+	.name = "direct",
+	.init = direct_init,
+	.progress = small_progress,
+	.waiting = small_waiting,
+	.fini = small_fini,
+};

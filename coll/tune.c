@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Which algorithm runs a collective, and the ring's channels and chunk, by
+ * size and rank count (coll/README.md, "Choosing the algorithm").
+ *
+ * The alpha-beta model: a message of n bytes costs a + n b (a: the latency
+ * of one message through the transport and the poll loop, b: the time per
+ * byte).  On P ranks an allreduce of n bytes costs
+ *
+ *   ring       2(P-1) a + 2(P-1)/P n b    (+ the reductions, (P-1)/P n)
+ *   rd         ceil(log2 P) a + ... n b   (+ one fold step each way when
+ *              P is not a power of two: 2 more messages of n)
+ *   direct     (P-1) messages of n sent back to back: ~ a + (P-1) n b
+ *              (the sends overlap), P-1 reductions of n
+ *
+ * so below some size the latency terms win (rd, direct) and above it the
+ * ring's bandwidth term does.  Where exactly is measured on this host
+ * (the table below); a and b differ per transport but the crossovers
+ * measured were close enough for one table.
+ *
+ * The ring's channels and chunk follow the size too: a channel is a ring
+ * of its own, so splitting a small message over 4 of them only multiplies
+ * its messages; the chunk pipelines a step once a channel's piece of a
+ * segment is large.  RINGWAY_NCHANNELS and RINGWAY_CHUNK_BYTES, when set
+ * (environment or rw_config_t), win over the table, as RINGWAY_ALGO does.
+ * Every rank computes the same choice from the same inputs; ranks must be
+ * given the same RINGWAY_* settings (as they must for the ring anyway).
+ */
+#include "coll/coll_internal.h"
+
+static const char *const algo_names[] = {
+	[RW_COLL_ALGO_RING] = "ring", [RW_COLL_ALGO_PS] = "ps",		[RW_COLL_ALGO_AUTO] = "auto",
+	[RW_COLL_ALGO_RD] = "rd",     [RW_COLL_ALGO_DIRECT] = "direct",
+};
+static_assert(RW_ARRAY_SIZE(algo_names) == RW_COLL_ALGO_COUNT, "a name per algorithm");
+
+const char *rw_coll_algo_name(enum rw_coll_algo algo)
+{
+	return (unsigned)algo < RW_COLL_ALGO_COUNT ? algo_names[algo] : "?";
+}
+
+/*
+ * auto, allreduce on host memory: the latency algorithms up to these sizes
+ * (bytes of the buffer), by rank count; measured with ringway-perf --local
+ * P over shm and socket (coll/README.md).  The first row whose max_ranks
+ * covers P applies.
+ */
+static const struct lat_row {
+	int max_ranks;
+	size_t direct_max; /* direct exchange up to here */
+	size_t rd_max;	   /* then recursive doubling up to here */
+} lat_table[] = {
+	{2, 64 << 10, 64 << 10}, /* 2 ranks: both are one exchange */
+	{4, 16 << 10, 64 << 10},
+	{RW_COLL_MESH_MAX, 4 << 10, 32 << 10},
+};
+
+/*
+ * The ring's channels and chunk by size (bytes of the whole buffer): the
+ * first row whose max_bytes covers it.  Channels are at most those the comm
+ * connected (RINGWAY_NCHANNELS, 4 by default); the chunk at most the staging
+ * slot (RINGWAY_CHUNK_BYTES's value).
+ */
+static const struct ring_row {
+	size_t max_bytes;
+	int nchannels;
+	size_t chunk_bytes;
+} ring_table[] = {
+	{64 << 10, 1, 4 << 20},
+	{1 << 20, 2, 4 << 20},
+	{SIZE_MAX, 4, 4 << 20},
+};
+
+static size_t buffer_bytes(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t count,
+			   size_t es)
+{
+	size_t n = count * es;
+
+	if (kind == RW_COLL_REDUCE_SCATTER || kind == RW_COLL_ALLGATHER)
+		n *= (size_t)c->nranks;
+	return n;
+}
+
+static enum rw_coll_algo lat_choice(const struct rw_coll_comm *c, size_t bytes)
+{
+	for (size_t i = 0; i < RW_ARRAY_SIZE(lat_table); i++) {
+		const struct lat_row *row = &lat_table[i];
+
+		if (c->nranks > row->max_ranks)
+			continue;
+		if (bytes <= row->direct_max)
+			return RW_COLL_ALGO_DIRECT;
+		if (bytes <= row->rd_max)
+			return RW_COLL_ALGO_RD;
+		break;
+	}
+	return RW_COLL_ALGO_RING;
+}
+
+void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t count,
+		    enum rw_dtype dtype, bool device, struct rw_coll_choice *out)
+{
+	size_t bytes = buffer_bytes(c, kind, count, rw_dtype_size(dtype));
+	enum rw_coll_algo algo = c->algo;
+	const struct ring_row *row = &ring_table[0];
+
+	/* the other algorithms are allreduce on host memory over their links */
+	if (kind != RW_COLL_ALLREDUCE || device || c->nranks < 2)
+		algo = RW_COLL_ALGO_RING;
+	else if (algo == RW_COLL_ALGO_AUTO)
+		algo = rw_coll_has_p2p(c) ? lat_choice(c, bytes) : RW_COLL_ALGO_RING;
+	else if ((algo == RW_COLL_ALGO_RD || algo == RW_COLL_ALGO_DIRECT) && !rw_coll_has_p2p(c))
+		algo = RW_COLL_ALGO_RING;
+	while (bytes > row->max_bytes)
+		row++;
+	*out = (struct rw_coll_choice){
+		.algo = algo,
+		.nchannels = c->nch_set ? c->nchannels : RW_MIN(row->nchannels, c->nchannels),
+		.chunk_bytes = c->chunk_set ? c->chunk_bytes
+					    : RW_MIN(row->chunk_bytes, c->chunk_bytes),
+	};
+	if (algo == RW_COLL_ALGO_RD || algo == RW_COLL_ALGO_DIRECT) {
+		out->nchannels = 1; /* one message per peer, the whole buffer */
+		out->chunk_bytes = bytes;
+	} else if (algo == RW_COLL_ALGO_PS) {
+		out->nchannels = 1;
+		out->chunk_bytes = c->chunk_bytes;
+	}
+}
