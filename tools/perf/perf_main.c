@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "coll/rw_coll.h"
 #include "coll/world.h"
 #include "common/rw_common.h"
 #include "common/rw_params.h"
@@ -56,7 +57,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: ringway-perf [--local N] [-b minbytes] [-e maxbytes] [-f factor | -i "
 		   "step]\n"
 		   "                    [-n iters] [-w warmup] [-c 0|1] [-d type|all] [-o op|all]\n"
-		   "                    [-a ring|ps] [--coll "
+		   "                    [-a auto|ring|rd|direct|ps] [--coll "
 		   "allreduce|reduce_scatter|allgather|broadcast]\n"
 		   "                    [-r root] [--mem host|device]\n"
 		   "  -b, -e     smallest and largest size in bytes (K/M/G suffixes), default 32M\n"
@@ -64,7 +65,9 @@ static void usage(FILE *f)
 		   "  -n, -w     timed iterations (20) and warm-up iterations (5) per size\n"
 		   "  -c         check the results (1) and report #wrong\n"
 		   "  -d, -o     datatype (float) and reduction (sum); nccl-tests names\n"
-		   "  -a         algorithm: ring, or ps (everything through rank 0)\n"
+		   "  -a         algorithm: auto (by size, the default), ring, rd (recursive\n"
+		   "             doubling), direct (all to all), ps (everything through rank 0);\n"
+		   "             the last column says what ran: algorithm, channels x chunk\n"
 		   "  --local N  fork N ranks on this host; otherwise ranks come from mpirun\n"
 		   "             (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE) or torchrun-style\n"
 		   "             RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT\n"
@@ -141,8 +144,11 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 			}
 			break;
 		case 'a':
-			if (strcmp(optarg, "ring") && strcmp(optarg, "ps")) {
-				fprintf(stderr, "ringway-perf: -a takes ring or ps\n");
+			if (strcmp(optarg, "auto") && strcmp(optarg, "ring") &&
+			    strcmp(optarg, "rd") && strcmp(optarg, "direct") &&
+			    strcmp(optarg, "ps")) {
+				fprintf(stderr,
+					"ringway-perf: -a takes auto, ring, rd, direct or ps\n");
 				return -EINVAL;
 			}
 			o->algo = optarg;
@@ -357,12 +363,48 @@ static int measure(struct bench *b, size_t count, int dtype, int op, bool in_pla
 	return rc;
 }
 
+/* "1M", "64K", "4000": a chunk for the algorithm column */
+static void fmt_bytes(char *buf, size_t len, size_t v)
+{
+	if (v && v % (1 << 20) == 0)
+		snprintf(buf, len, "%zuM", v >> 20);
+	else if (v && v % 1024 == 0)
+		snprintf(buf, len, "%zuK", v >> 10);
+	else
+		snprintf(buf, len, "%zu", v);
+}
+
+/* What the engine runs for this size: "rd", "ring:2x512K" (channels x chunk). */
+static void fmt_choice(const struct bench *b, size_t count, int dtype, char *buf, size_t len)
+{
+	static const enum rw_coll_kind kinds[] = {
+		[PERF_ALLREDUCE] = RW_COLL_ALLREDUCE,
+		[PERF_REDUCE_SCATTER] = RW_COLL_REDUCE_SCATTER,
+		[PERF_ALLGATHER] = RW_COLL_ALLGATHER,
+		[PERF_BROADCAST] = RW_COLL_BROADCAST,
+	};
+	struct rw_coll_comm *c = rw_world_coll(b->comm);
+	struct rw_coll_choice ch;
+	size_t n = b->o->coll == PERF_REDUCE_SCATTER || b->o->coll == PERF_ALLGATHER
+			   ? count / (size_t)b->r->nranks
+			   : count;
+	char chunk[32];
+
+	rw_coll_choose(c, kinds[b->o->coll], n, (enum rw_dtype)dtype, b->o->device, &ch);
+	if (ch.algo != RW_COLL_ALGO_RING) {
+		snprintf(buf, len, "%s", rw_coll_algo_name(ch.algo));
+		return;
+	}
+	fmt_bytes(chunk, sizeof(chunk), ch.chunk_bytes);
+	snprintf(buf, len, "ring:%dx%s", ch.nchannels, chunk);
+}
+
 static int run_size(struct bench *b, size_t bytes, int dtype, int op)
 {
 	size_t count, size;
 	double us[2];
 	int64_t wrong[2];
-	char line[256], tbuf[32], wbuf[32];
+	char line[320], tbuf[32], wbuf[32], algo[48];
 	int used, rc;
 
 	shape(b, bytes, dtype, &count, &size);
@@ -395,7 +437,8 @@ static int run_size(struct bench *b, size_t bytes, int dtype, int op)
 		b->busbw_sum += busbw;
 		b->nlines++;
 	}
-	printf("%s\n", line);
+	fmt_choice(b, count, dtype, algo, sizeof(algo));
+	printf("%s  %s\n", line, algo);
 	fflush(stdout);
 	return 0;
 }
@@ -410,7 +453,8 @@ static void header(const struct bench *b)
 	rw_comm_get_config(b->comm, &cfg); /* what the communicator runs with */
 	printf("# ringway-perf %s: %s, %d rank(s) (%s), %s memory\n", rw_version(),
 	       coll_names[b->o->coll], b->r->nranks, b->r->how, b->o->device ? "device" : "host");
-	printf("# algo %s, transport %s, chunk %lld bytes, %lld channel(s), iters %d, warmup %d, "
+	printf("# algo %s, transport %s, chunk %lld bytes, %lld channel(s) (at most: each size's "
+	       "in the last column), iters %d, warmup %d, "
 	       "check %d\n",
 	       cfg.algo, cfg.transport, (long long)cfg.chunk_bytes, (long long)cfg.nchannels,
 	       b->o->iters, b->o->warmup, b->o->check);
@@ -422,7 +466,7 @@ static void header(const struct bench *b)
 	printf("#                                                out-of-place                      "
 	       " in-place\n");
 	printf("#       size         count      type   redop     time   algbw   busbw  #wrong     "
-	       "time   algbw   busbw  #wrong\n");
+	       "time   algbw   busbw  #wrong  algorithm\n");
 	printf("#        (B)    (elements)                        (us)  (GB/s)  (GB/s)             "
 	       "(us)  (GB/s)  (GB/s)\n");
 	fflush(stdout);
