@@ -53,8 +53,8 @@ struct small_state {
 	struct msg send[MAX_MSGS], recv[MAX_MSGS];
 	/* rd: where this rank is */
 	int p2, extra, rounds;
-	int stage;     /* rd: the next receive to fold (index into recv) */
-	int next_out;  /* rd: the next free out slot */
+	int stage;	 /* rd: the next receive to fold (index into recv) */
+	int next_out;	 /* rd: the next free out slot */
 	const char *cur; /* rd: this rank's partial (sendbuf's copy or an out slot) */
 	bool folded;	 /* everything reduced into recvbuf */
 };
@@ -156,9 +156,11 @@ static int small_stage(struct rw_coll_comm *c, size_t stride)
 		if (peer == c->rank)
 			continue;
 		if (ls >= 0 && !s->mr[ls] && c->links[ls].comm)
-			rc = rw_net_reg_mr(c->links[ls].comm, s->buf, bytes, RW_PTR_HOST, &s->mr[ls]);
+			rc = rw_net_reg_mr(c->links[ls].comm, s->buf, bytes, RW_PTR_HOST,
+					   &s->mr[ls]);
 		if (!rc && lr >= 0 && !s->mr[lr] && c->links[lr].comm)
-			rc = rw_net_reg_mr(c->links[lr].comm, s->buf, bytes, RW_PTR_HOST, &s->mr[lr]);
+			rc = rw_net_reg_mr(c->links[lr].comm, s->buf, bytes, RW_PTR_HOST,
+					   &s->mr[lr]);
 	}
 	if (rc)
 		rw_coll_small_free(c);

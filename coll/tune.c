@@ -29,8 +29,9 @@
 #include "coll/coll_internal.h"
 
 static const char *const algo_names[] = {
-	[RW_COLL_ALGO_RING] = "ring", [RW_COLL_ALGO_PS] = "ps",		[RW_COLL_ALGO_AUTO] = "auto",
-	[RW_COLL_ALGO_RD] = "rd",     [RW_COLL_ALGO_DIRECT] = "direct",
+	[RW_COLL_ALGO_RING] = "ring",	  [RW_COLL_ALGO_PS] = "ps",
+	[RW_COLL_ALGO_AUTO] = "auto",	  [RW_COLL_ALGO_RD] = "rd",
+	[RW_COLL_ALGO_DIRECT] = "direct",
 };
 static_assert(RW_ARRAY_SIZE(algo_names) == RW_COLL_ALGO_COUNT, "a name per algorithm");
 
@@ -116,8 +117,8 @@ void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t
 	*out = (struct rw_coll_choice){
 		.algo = algo,
 		.nchannels = c->nch_set ? c->nchannels : RW_MIN(row->nchannels, c->nchannels),
-		.chunk_bytes = c->chunk_set ? c->chunk_bytes
-					    : RW_MIN(row->chunk_bytes, c->chunk_bytes),
+		.chunk_bytes =
+			c->chunk_set ? c->chunk_bytes : RW_MIN(row->chunk_bytes, c->chunk_bytes),
 	};
 	if (algo == RW_COLL_ALGO_RD || algo == RW_COLL_ALGO_DIRECT) {
 		out->nchannels = 1; /* one message per peer, the whole buffer */
