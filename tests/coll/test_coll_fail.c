@@ -42,16 +42,16 @@ static bool named(int who)
 
 static int killed(struct rw_comm *w, int rank, int p, void *arg)
 {
+	const size_t count = arg ? *(const size_t *)arg : COUNT;
 	struct rw_coll_comm *c = coll_of(w);
-	float *buf = calloc(COUNT, sizeof(float));
+	float *buf = calloc(count, sizeof(float));
 	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
 				 .sendbuf = buf,
 				 .recvbuf = buf,
-				 .count = COUNT,
+				 .count = count,
 				 .dtype = RW_DTYPE_FLOAT32,
 				 .op = RW_OP_SUM};
 
-	(void)arg;
 	(void)p;
 	expect_failure_warnings();
 	for (int it = 0; it < 200; it++) {
@@ -104,6 +104,29 @@ static void a_killed_rank_is_named_by_every_rank(void **state)
 		assert_int_equal(codes[r], r == VICTIM ? 128 + SIGKILL : 0);
 }
 
+/* The same with the latency algorithms (small buffers; 4 and 5 ranks: rd
+ * with and without its fold). */
+static void a_killed_rank_is_named_rd_direct(void **state)
+{
+	static const char *const algos[] = {"rd", "direct"};
+	size_t count = 1000;
+	int codes[5];
+
+	(void)state;
+	for (size_t i = 0; i < RW_ARRAY_SIZE(algos); i++) {
+		const char *const env[] = {"RINGWAY_TIMEOUT_MS", "5000", "RINGWAY_ALGO", algos[i],
+					   NULL};
+
+		for (int p = 4; p <= 5; p++) {
+			coll_fork_codes(p, env, killed, &count, 60, codes);
+			for (int r = 0; r < p; r++)
+				if (codes[r] != (r == VICTIM ? 128 + SIGKILL : 0))
+					fail_msg("%s, %d ranks: rank %d ended with %d", algos[i], p,
+						 r, codes[r]);
+		}
+	}
+}
+
 #define STALLED 1
 
 /*
@@ -117,6 +140,9 @@ static void a_killed_rank_is_named_by_every_rank(void **state)
  */
 struct stall_barrier {
 	atomic_int checked;
+	/* stalled(): the rank after the stalled one must name it (its ring
+	 * and direct wait on it; rd's rank 2 of 3 waits on rank 0) */
+	bool next_names_it;
 };
 
 static void wait_for_checks(struct stall_barrier *b, int expected)
@@ -170,7 +196,7 @@ static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 	/* each names the peer it waits on, the step and the chunk; the rank
 	 * after the stalled one waits for data from it */
 	if (rw_test_log_count("RINGWAY_TIMEOUT_MS") == 0 || rw_test_log_count(", chunk ") == 0 ||
-	    (rank == STALLED + 1 && rw_test_log_count("from rank 1 (") == 0)) {
+	    (b->next_names_it && rank == STALLED + 1 && rw_test_log_count("from rank 1 (") == 0)) {
 		fprintf(stderr, "rank %d: the warnings do not say what it waited on\n", rank);
 		return checked(b, rank, p, 1);
 	}
@@ -178,17 +204,27 @@ static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 	return checked(b, rank, p, rw_coll_run(c, &a) == rc ? 0 : 1);
 }
 
-static void a_stalled_rank_times_out(void **state)
+static void stall(const char *algo)
 {
-	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "1500", NULL};
+	const char *const env[] = {"RINGWAY_TIMEOUT_MS", "1500", "RINGWAY_ALGO", algo, NULL};
 	struct stall_barrier *b =
 		mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
-	(void)state;
 	assert_true(b != MAP_FAILED);
 	atomic_init(&b->checked, 0);
-	assert_int_equal(coll_fork(3, env, stalled, b, 60), 0);
+	b->next_names_it = strcmp(algo, "rd") != 0;
+	if (coll_fork(3, env, stalled, b, 60) != 0)
+		fail_msg("RINGWAY_ALGO=%s", algo);
 	munmap(b, sizeof(*b));
+}
+
+static void a_stalled_rank_times_out(void **state)
+{
+	(void)state;
+	stall("ring");
+	stall("auto"); /* 4000 bytes on 3 ranks: a latency algorithm */
+	stall("rd");
+	stall("direct");
 }
 
 /* Idle time longer than the timeout between collectives is no failure:
@@ -376,6 +412,13 @@ static void mismatched_collectives_fail_everywhere_ps(void **state)
 	mismatches("ps");
 }
 
+static void mismatched_collectives_fail_everywhere_rd_direct(void **state)
+{
+	(void)state;
+	mismatches("rd");
+	mismatches("direct");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -388,6 +431,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ring,
 						rw_test_setup_log, rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ps,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(a_killed_rank_is_named_rd_direct, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_rd_direct,
 						rw_test_setup_log, rw_test_teardown_log),
 	};
 
