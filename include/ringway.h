@@ -22,8 +22,9 @@
  *    or whose peer's connection breaks, fails on every rank (-ETIMEDOUT,
  *    -ECONNRESET, -ECONNABORTED, ...) with a warning naming the failed
  *    rank; the communicator is then only good for rw_comm_destroy().
- *  - Tuning: RINGWAY_ALGO (default ring), RINGWAY_NCHANNELS (default 4),
- *    RINGWAY_CHUNK_BYTES (default 4M), RINGWAY_TRANSPORT (default auto),
+ *  - Tuning: RINGWAY_ALGO (default auto, by size), RINGWAY_NCHANNELS
+ *    (default 4, used by size unless set), RINGWAY_CHUNK_BYTES (default 4M,
+ *    at most, by size unless set), RINGWAY_TRANSPORT (default auto),
  *    read from the environment by rw_comm_init(), or given to
  *    rw_comm_init_config() in an rw_config_t (see the README for every
  *    variable).
@@ -148,7 +149,8 @@ RW_API int rw_comm_init(rw_comm_t **comm, int nranks, int rank, const char *rend
 typedef struct rw_comm_config {
 	size_t size;	    /**< sizeof(rw_config_t), set by RW_CONFIG_INIT */
 	unsigned int magic; /**< RW_CONFIG_MAGIC, set by RW_CONFIG_INIT */
-	/** RINGWAY_ALGO: "ring" or "ps" (every rank through rank 0) */
+	/** RINGWAY_ALGO: "auto" (by size), "ring", "rd" (recursive doubling),
+	 *  "direct" (all to all) or "ps" (every rank through rank 0) */
 	const char *algo;
 	/** RINGWAY_NCHANNELS: rings per communicator, 1 to 32 */
 	int64_t nchannels;
