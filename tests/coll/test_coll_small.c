@@ -277,7 +277,8 @@ static int same_bits(struct rw_comm *w, int rank, int p, void *arg)
 			ha.op = RW_OP_MAX;
 			rc = rc ? rc : rw_coll_run(c, &ha);
 			if (rc || lo != hi || lo != h) {
-				fprintf(stderr, "rank %d: %s %s count %zu: ranks got different bits\n",
+				fprintf(stderr,
+					"rank %d: %s %s count %zu: ranks got different bits\n",
 					rank, rw_coll_algo_name(ch.algo), rw_dtype_name(dt), n);
 				bad++;
 			}
@@ -343,8 +344,8 @@ static int boundaries(struct rw_comm *w, int rank, int p, void *arg)
 		changes++;
 		for (size_t k = b - 1; k <= b + 1; k++)
 			for (int ip = 0; ip < 2; ip++)
-				bad += allreduce_checked(c, rank, p, k, RW_DTYPE_FLOAT32,
-							 RW_OP_SUM, ip, seed++, &ch);
+				bad += allreduce_checked(c, rank, p, k, RW_DTYPE_FLOAT32, RW_OP_SUM,
+							 ip, seed++, &ch);
 		bad += allreduce_checked(c, rank, p, b - 1, RW_DTYPE_BFLOAT16, RW_OP_AVG, false,
 					 seed++, &ch);
 	}
@@ -419,8 +420,8 @@ int main(void)
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(every_rank_gets_the_same_bits, rw_test_setup_log,
 						rw_test_teardown_log),
-		cmocka_unit_test_setup_teardown(auto_either_side_of_each_change,
-						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(auto_either_side_of_each_change, rw_test_setup_log,
+						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(four_kib_takes_one_channel_unless_set,
 						rw_test_setup_log, rw_test_teardown_log),
 	};
