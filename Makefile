@@ -9,6 +9,9 @@
 #   make format    rewrite every C file as .clang-format says (CI checks it)
 #   make fuzz      every libFuzzer target for FUZZ_SECONDS each, in $(FUZZ_BUILD)
 #                  (clang, RINGWAY_FUZZ=ON); fails on any finding
+#   make test-nccl-versions  fetch NCCL's wheel (nvidia-nccl-cu13 $(NCCL_WHEEL_VERSION))
+#                  into $(NCCL_WHEEL_CACHE) and check every plugin version it and
+#                  the installed NCCL ask for against the plugin's exports
 
 BUILD ?= build
 PREFIX ?= /usr/local
@@ -17,8 +20,10 @@ JOBS ?= $(shell nproc)
 CTEST_FLAGS ?=
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
+NCCL_WHEEL_CACHE ?= $(HOME)/.cache/ringway/nccl-wheels
+NCCL_WHEEL_VERSION ?= 2.32.3
 
-.PHONY: all deps build demo test bench fuzz format install clean
+.PHONY: all deps build demo test test-nccl-versions bench fuzz format install clean
 
 all: build
 
@@ -34,6 +39,12 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+test-nccl-versions: build
+	@scripts/fetch-nccl-wheel.sh $(NCCL_WHEEL_CACHE) $(NCCL_WHEEL_VERSION)
+	cmake -S . -B $(BUILD) -DRINGWAY_NCCL_WHEEL_CACHE=$(NCCL_WHEEL_CACHE) \
+	  -DRINGWAY_NCCL_WHEEL_VERSION=$(NCCL_WHEEL_VERSION)
+	cd $(BUILD) && ctest --output-on-failure -L nccl_versions
 
 bench: build
 	@scripts/install-deps.sh bench
