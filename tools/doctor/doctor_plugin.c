@@ -143,7 +143,8 @@ static bool try_candidate(struct dr_state *st, struct dr_section *s, const char 
 	if (!h) {
 		const char *e = dlerror();
 
-		dr_add(s, DR_INFO, "tried", "%s: %s", cand, e ? e : "dlopen failed");
+		/* dlerror() starts with the name it was given */
+		dr_add(s, DR_INFO, "tried", "%s", e ? e : "dlopen failed");
 		return false;
 	}
 	loaded_path(h, cand, path, sizeof(path));

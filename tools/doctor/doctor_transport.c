@@ -330,7 +330,7 @@ void dr_check_topo(struct dr_state *st, struct dr_report *r)
 
 	rc = st->topo_xml ? rw_topo_create_from_xml(&st->cfg, st->topo_xml, &t)
 			  : rw_topo_create(&st->cfg, &t);
-	dr_log_take(s, NULL);
+	dr_log_take(s, "WARN "); /* its INFO lines come back as notes below */
 	if (rc) {
 		dr_add(s, DR_FAIL, "topology", "cannot be read: %s", strerror(-rc));
 		return;
@@ -341,13 +341,17 @@ void dr_check_topo(struct dr_state *st, struct dr_report *r)
 	for (int i = 0; i < nnic; i++) {
 		const struct rw_topo_nic *n = rw_topo_nic_get(t, i);
 
-		dr_add(s, DR_INFO, "nic", "%d: %s (%s%s%s), %s, %d Mbps%s", i, n->name,
+		char speed[32] = "speed unknown";
+
+		if (n->speed_mbps > 0)
+			snprintf(speed, sizeof(speed), "%d Mbps", n->speed_mbps);
+		dr_add(s, DR_INFO, "nic", "%d: %s (%s%s%s), %s, %s%s", i, n->name,
 		       nic_kind(n->kind), n->netdev[0] && strcmp(n->netdev, n->name) ? ", " : "",
 		       n->netdev[0] && strcmp(n->netdev, n->name) ? n->netdev : "",
 		       n->state == RW_TOPO_LINK_UP     ? "up"
 		       : n->state == RW_TOPO_LINK_DOWN ? "down"
 						       : "state unknown",
-		       n->speed_mbps, n->busid[0] ? "" : ", not on PCI");
+		       speed, n->busid[0] ? "" : ", not on PCI");
 	}
 	if (ngpu == 0)
 		dr_add(s, DR_INFO, "pairing", "no GPU: channels go over the host's NICs in turn");
