@@ -254,8 +254,7 @@ void dr_check_plugin(struct dr_state *st, struct dr_report *r)
 		else
 			dr_add(s, DR_FAIL, "not found",
 			       "NCCL_NET_PLUGIN=%s: NCCL would print \"NET/Plugin: Could not "
-			       "find\" "
-			       "and fall back to IB/Socket (%s)",
+			       "find\" and go on without ringway (%s)",
 			       v, where);
 	}
 }

@@ -310,7 +310,13 @@ void dr_check_transports(struct dr_state *st, struct dr_report *r)
 					       (st->cfg.transport == RW_TRANSPORT_IB && st->ib_ok)
 				       ? DR_OK
 				       : DR_FAIL,
-			       "RINGWAY_TRANSPORT", "%s (forced)", t);
+			       "RINGWAY_TRANSPORT", "%s (forced)%s", t,
+			       (st->cfg.transport == RW_TRANSPORT_SHM && st->shm_ok) ||
+					       (st->cfg.transport == RW_TRANSPORT_SOCKET &&
+						st->socket_ok) ||
+					       (st->cfg.transport == RW_TRANSPORT_IB && st->ib_ok)
+				       ? ""
+				       : ", and not usable here (see above)");
 	}
 }
 
