@@ -508,3 +508,10 @@ int rw_net_create(const struct rw_config *cfg, struct rw_net **out)
 		return -EINVAL;
 	}
 }
+
+struct rw_net *rw_net_wire(struct rw_net *net)
+{
+	if (net && net->ops == &auto_ops)
+		return auto_from(net)->net;
+	return net;
+}

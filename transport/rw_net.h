@@ -307,4 +307,12 @@ int rw_shm_create(const struct rw_config *cfg, struct rw_net **out);
  */
 int rw_net_create(const struct rw_config *cfg, struct rw_net **out);
 
+/**
+ * The transport whose comms carry net's network devices: net itself, or
+ * the network transport (ib or socket) inside the auto composite (NULL when
+ * it has none).  NIC fusion (transport/fuse/) makes its member connections
+ * there, never on shm.
+ */
+struct rw_net *rw_net_wire(struct rw_net *net);
+
 #endif /* RW_NET_H */
