@@ -17,11 +17,12 @@
  *   v12      2.30            v11's calls with the wider v12 properties
  *
  * Slots left NULL: getDeviceMr (v7+; a host plugin has no device offload),
- * irecvConsumed (v7+; requests are recycled at test time), makeVDevice
- * (v9+; no NIC fusion yet), setNetAttr (v11+; hints are optional, none
- * used yet).
+ * irecvConsumed (v7+; requests are recycled at test time), setNetAttr
+ * (v11+; hints are optional, none used yet).  makeVDevice (v9+) is NIC
+ * fusion (rw_vdev.c, transport/fuse/).
  */
 #include "plugin/rw_plugin.h"
+#include "plugin/rw_vdev.h"
 
 /* --- init: v6..v10 share one context; v11/v12 make one per communicator -------- */
 
@@ -120,6 +121,7 @@ const ncclNet_v9_t ncclNetPlugin_v9 = {
 	.regMr = rw_abi_reg_mr,
 	.isend = rw_abi_isend,
 	.irecv = rw_abi_irecv,
+	.makeVDevice = rw_abi_make_vdevice_v9,
 };
 
 const ncclNet_v10_t ncclNetPlugin_v10 = {
@@ -132,6 +134,7 @@ const ncclNet_v10_t ncclNetPlugin_v10 = {
 	.regMr = rw_abi_reg_mr,
 	.isend = rw_abi_isend_ph,
 	.irecv = rw_abi_irecv_ph,
+	.makeVDevice = rw_abi_make_vdevice_v9, /* v10's vProps are v9's */
 };
 
 /* v11 and v12: a context per communicator (listen, connect, finalize);
@@ -146,6 +149,7 @@ const ncclNet_v11_t ncclNetPlugin_v11 = {
 	RW_NET_SLOTS_V11_V12,
 	.init = init_v11,
 	.getProperties = rw_abi_get_properties_v11,
+	.makeVDevice = rw_abi_make_vdevice_v11,
 };
 
 const ncclNet_v12_t ncclNetPlugin_v12 = {
@@ -153,4 +157,5 @@ const ncclNet_v12_t ncclNetPlugin_v12 = {
 	RW_NET_SLOTS_V11_V12,
 	.init = init_v12,
 	.getProperties = rw_abi_get_properties_v12,
+	.makeVDevice = rw_abi_make_vdevice_v12,
 };

@@ -14,6 +14,8 @@
 
 #include "common/rw_build.h"
 #include "common/rw_log.h"
+#include "plugin/rw_vdev.h"
+#include "transport/fuse/fuse.h"
 
 /* ringway's log levels and flags are NCCL's, so the sink forwards them. */
 static_assert(RW_LOG_WARN == (int)NCCL_LOG_WARN, "log levels differ");
@@ -215,6 +217,8 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 	p->legacy.traffic_class = NCCL_NET_TRAFFIC_CLASS_UNDEF;
 
 	rc = rw_net_create(&p->cfg, &p->net);
+	if (rc == 0)
+		rc = rw_vdev_attach(p); /* NIC fusion in front (rw_vdev.c) */
 	if (rc)
 		goto err_free;
 	rc = rw_net_devices(p->net, &p->ndev);
@@ -227,7 +231,8 @@ static int plugin_get_or_create(int abi_version, ncclDebugLogger_t logger, struc
 		rc = -ENODEV;
 		goto err_destroy_net;
 	}
-	p->props = calloc((size_t)p->ndev, sizeof(*p->props));
+	/* room for the virtual devices makeVDevice may add */
+	p->props = calloc((size_t)p->ndev + RW_FUSE_MAX_VDEVS, sizeof(*p->props));
 	if (!p->props) {
 		rc = -ENOMEM;
 		goto err_free_props;
@@ -398,7 +403,7 @@ int rw_plugin_devices(int *ndev)
 			p ? "NULL output" : "called before init");
 		return -EINVAL;
 	}
-	*ndev = p->ndev;
+	*ndev = __atomic_load_n(&p->ndev, __ATOMIC_ACQUIRE); /* makeVDevice adds */
 	return 0;
 }
 
@@ -413,13 +418,46 @@ int rw_plugin_props(int dev, struct rw_net_props *out)
 		RW_WARN(RW_LOG_NET, "getProperties(dev=%d) called before init", dev);
 		return -EINVAL;
 	}
-	if (dev < 0 || dev >= p->ndev) {
+	if (dev < 0 || dev >= __atomic_load_n(&p->ndev, __ATOMIC_ACQUIRE)) {
 		RW_WARN(RW_LOG_NET, "getProperties(dev=%d): ringway has %d device(s)", dev,
 			p->ndev);
 		return -EINVAL;
 	}
 	*out = p->props[dev];
 	return 0;
+}
+
+/* makeVDevice (rw_vdev.c): the fuse transport makes the device, the plugin
+ * counts it once its properties are loaded. */
+int rw_plugin_make_vdev(int ndevs, const int *devs, int *d)
+{
+	struct rw_plugin *p;
+	int rc, nd = -1;
+
+	pthread_mutex_lock(&g.lock);
+	p = g.plugin;
+	if (!p) {
+		rc = -EINVAL;
+	} else if (ndevs == 1 && devs[0] >= 0 && devs[0] < rw_fuse_nphys(p->net)) {
+		nd = devs[0]; /* one NIC is that NIC */
+		rc = 0;
+	} else {
+		rc = rw_fuse_make_vdev(p->net, ndevs, devs, &nd);
+		if (rc == 0 && nd != p->ndev)
+			rc = -EPROTO; /* not reached: both count physical, then virtual */
+		if (rc == 0)
+			rc = load_props(p, nd, &p->props[nd]);
+		if (rc == 0) {
+			apply_topo(p, &p->props[nd]);
+			__atomic_store_n(&p->ndev, nd + 1, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (!p)
+		RW_WARN(RW_LOG_NET, "makeVDevice called before init");
+	if (rc == 0)
+		*d = nd;
+	return rc;
 }
 
 /* --- wrappers ------------------------------------------------------------ */

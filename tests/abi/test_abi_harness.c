@@ -274,7 +274,7 @@ static int read_only(const void *addr)
 /* The optional slots stay NULL: device offload (v7+), NIC fusion (v9+);
  * finalize is set from v11 on (NCCL 2.28.9 calls it). */
 #define NO_OFFLOAD   H_CHECK(!t->getDeviceMr && !t->irecvConsumed, "v%d device offload slots", ver)
-#define NO_VDEVICE   H_CHECK(!t->makeVDevice, "v%d makeVDevice", ver)
+#define HAS_VDEVICE  H_CHECK(t->makeVDevice, "v%d makeVDevice is NULL (NIC fusion)", ver)
 #define HAS_FINALIZE H_CHECK(t->finalize, "v%d finalize is NULL", ver)
 
 static void exports_child(void *arg)
@@ -294,10 +294,10 @@ static void exports_child(void *arg)
 	CHECK_TABLE(6, (void)0);
 	CHECK_TABLE(7, NO_OFFLOAD);
 	CHECK_TABLE(8, NO_OFFLOAD);
-	CHECK_TABLE(9, NO_OFFLOAD; NO_VDEVICE);
-	CHECK_TABLE(10, NO_OFFLOAD; NO_VDEVICE);
-	CHECK_TABLE(11, NO_OFFLOAD; NO_VDEVICE; HAS_FINALIZE);
-	CHECK_TABLE(12, NO_OFFLOAD; NO_VDEVICE; HAS_FINALIZE);
+	CHECK_TABLE(9, NO_OFFLOAD; HAS_VDEVICE);
+	CHECK_TABLE(10, NO_OFFLOAD; HAS_VDEVICE);
+	CHECK_TABLE(11, NO_OFFLOAD; HAS_VDEVICE; HAS_FINALIZE);
+	CHECK_TABLE(12, NO_OFFLOAD; HAS_VDEVICE; HAS_FINALIZE);
 	H_CHECK(dlclose(dl) == 0, "dlclose: %s", dlerror());
 }
 

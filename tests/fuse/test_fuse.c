@@ -28,9 +28,17 @@ static const char *root;
 static void config(struct rw_config *cfg, const char *hca)
 {
 	char timeout[16];
-	const char *pairs[] = {"RINGWAY_SOCKET_IFNAME", "=lo",	 "RINGWAY_SOCKET_FAMILY", "ipv4",
-			       "RINGWAY_SYSFS_ROOT",	root,	 "RINGWAY_TIMEOUT_MS",	  timeout,
-			       "RINGWAY_IB_HCA",	hca,	 NULL};
+	const char *pairs[] = {"RINGWAY_SOCKET_IFNAME",
+			       "=lo",
+			       "RINGWAY_SOCKET_FAMILY",
+			       "ipv4",
+			       "RINGWAY_SYSFS_ROOT",
+			       root,
+			       "RINGWAY_TIMEOUT_MS",
+			       timeout,
+			       "RINGWAY_IB_HCA",
+			       hca,
+			       NULL};
 
 	snprintf(timeout, sizeof(timeout), "%d", TIMEOUT_MS);
 	assert_int_equal(rw_test_config(cfg, pairs), 0);
@@ -53,14 +61,23 @@ static struct rw_net *ib_open(const char *hca, const char *faults)
 
 /* A fuse net over sv_roce0 (device 0) and sv_ib0 (device 1), the second
  * with these fault knobs, and virtual device 2 over both. */
+static bool on_socket; /* "socket": two socket instances on lo instead */
+
 static struct rw_net *fused(const char *faults, int *vdev)
 {
-	struct rw_net *bases[2] = {ib_open("=sv_roce0", NULL), ib_open("=sv_ib0", faults)};
+	struct rw_net *bases[2] = {NULL, NULL};
 	struct rw_config cfg;
 	struct rw_net *f = NULL;
 	int devs[2] = {0, 1};
 
 	config(&cfg, "");
+	if (on_socket) {
+		assert_int_equal(rw_sock_create(&cfg, &bases[0]), 0);
+		assert_int_equal(rw_sock_create(&cfg, &bases[1]), 0);
+	} else {
+		bases[0] = ib_open("=sv_roce0", NULL);
+		bases[1] = ib_open("=sv_ib0", faults);
+	}
 	assert_int_equal(rw_fuse_create(&cfg, bases, 2, &f), 0);
 	assert_int_equal(rw_fuse_make_vdev(f, 2, devs, vdev), 0);
 	assert_int_equal(*vdev, 2);
@@ -225,8 +242,16 @@ static void test_props(void **state)
 
 static void test_data(void **state)
 {
-	static const size_t sizes[] = {0,	    1,		4095,	      65535,	 65536,
-				       65537,	    100003,	(1 << 20) - 1, 1 << 20,	 (3 << 20) + 5,
+	static const size_t sizes[] = {0,
+				       1,
+				       4095,
+				       65535,
+				       65536,
+				       65537,
+				       100003,
+				       (1 << 20) - 1,
+				       1 << 20,
+				       (3 << 20) + 5,
 				       (8 << 20) + 7};
 	struct rw_fuse_member_stats st[RW_FUSE_MAX_MEMBERS + 1];
 	struct pair p;
@@ -241,13 +266,13 @@ static void test_data(void **state)
 	/* the control connection and both data connections carried pieces */
 	assert_int_equal(rw_fuse_comm_stats(p.r, &n, st), 0);
 	assert_int_equal(n, 3);
-	assert_string_equal(st[0].nic, "sv_roce0");
-	assert_string_equal(st[1].nic, "sv_roce0");
-	assert_string_equal(st[2].nic, "sv_ib0");
+	assert_string_equal(st[0].nic, on_socket ? "lo" : "sv_roce0");
+	assert_string_equal(st[1].nic, on_socket ? "lo" : "sv_roce0");
+	assert_string_equal(st[2].nic, on_socket ? "lo" : "sv_ib0");
 	for (int i = 0; i < n; i++) {
 		print_message("# %s connection %d (%s): %llu bytes in %llu pieces\n",
-			      i ? "data" : "control", i, st[i].nic,
-			      (unsigned long long)st[i].bytes, (unsigned long long)st[i].pieces);
+			      i ? "data" : "control", i, st[i].nic, (unsigned long long)st[i].bytes,
+			      (unsigned long long)st[i].pieces);
 		assert_true(st[i].bytes >= (1u << 20));
 	}
 	assert_int_equal(rw_fuse_comm_stats(p.s, &n, st), 0);
@@ -284,24 +309,32 @@ static void test_nic_fails(void **state)
 	rw_net_destroy(f);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_refusals, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(test_props, rw_test_setup_log,
 						rw_test_teardown_log),
-		cmocka_unit_test_setup_teardown(test_data, rw_test_setup_log,
-						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(test_data, rw_test_setup_log, rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(test_nic_fails, rw_test_setup_log,
 						rw_test_teardown_log),
 	};
 
+	const struct CMUnitTest socket_tests[] = {
+		cmocka_unit_test_setup_teardown(test_data, rw_test_setup_log, rw_test_teardown_log),
+	};
+
+	rw_test_log_install();
+	if (argc > 1 && strcmp(argv[1], "socket") == 0) {
+		on_socket = true;
+		root = "";
+		return cmocka_run_group_tests(socket_tests, NULL, NULL);
+	}
 	root = getenv("SOFTVERBS_ROOT");
 	if (!root) {
 		fprintf(stderr, "test_fuse: run under sv_run (SOFTVERBS_ROOT unset)\n");
 		return 77;
 	}
-	rw_test_log_install();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,6 +41,7 @@ struct opts {
 	const char *host;
 	int port;
 	const char *plugin;
+	ncclNetVDeviceProps_v11_t fuse; /* --fuse: ndevs 0 when not given */
 };
 
 struct peer {
@@ -80,6 +81,7 @@ static void usage(FILE *f)
 		   "  -n, --iters N      messages per size (default: ~1 GB per size, 5..1000)\n"
 		   "  -w, --warmup N     untimed messages per size (default 5)\n"
 		   "  -d, --dev N        plugin device index (default 0)\n"
+		   "      --fuse A,B,..  fuse these devices (makeVDevice) and use the virtual one\n"
 		   "      --no-baseline  skip the raw TCP comparison\n"
 		   "      --plugin PATH  plugin to load (default libnccl-net-ringway.so)\n"
 		   "      --params       list every RINGWAY_* variable with its value and exit\n"
@@ -109,6 +111,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"client", required_argument, NULL, 'C'},
 		{"no-baseline", no_argument, NULL, 'B'},
 		{"plugin", required_argument, NULL, 'P'},
+		{"fuse", required_argument, NULL, 'F'},
 		{"params", no_argument, NULL, 'R'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -162,6 +165,26 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'P':
 			o->plugin = optarg;
 			break;
+		case 'F': {
+			char *end = optarg;
+
+			o->fuse.ndevs = 0;
+			while (*end && o->fuse.ndevs < NCCL_NET_MAX_DEVS_PER_NIC_V11) {
+				o->fuse.devs[o->fuse.ndevs++] = (int)strtol(end, &end, 10);
+				if (*end == ',')
+					end++;
+				else
+					break;
+			}
+			if (*end || o->fuse.ndevs < 2) {
+				fprintf(stderr,
+					"ringway-netperf: --fuse takes 2 to %d device "
+					"indices, comma-separated\n",
+					NCCL_NET_MAX_DEVS_PER_NIC_V11);
+				return -1;
+			}
+			break;
+		}
 		case 'v':
 			o->verbose = true;
 			break;
@@ -269,7 +292,7 @@ static int setup(struct peer *p, const struct opts *o, size_t bufsize)
 	ncclNetProperties_v11_t props;
 	void *lcomm = NULL;
 	double deadline;
-	int ndev, rc;
+	int ndev, rc, dev = o->dev;
 	void *h = load_plugin(o->plugin);
 
 	if (!h)
@@ -281,18 +304,25 @@ static int setup(struct peer *p, const struct opts *o, size_t bufsize)
 	}
 	NCHECK(p->net->init(&p->ctx, 0x52494e47, &config, np_logger, NULL));
 	NCHECK(p->net->devices(&ndev));
-	if (o->dev < 0 || o->dev >= ndev) {
-		fprintf(stderr, "ringway-netperf: device %d does not exist (%d devices)\n", o->dev,
+	if (o->fuse.ndevs) { /* as NCCL_NET_FORCE_MERGE would */
+		ncclNetVDeviceProps_v11_t vp = o->fuse;
+
+		NCHECK(p->net->makeVDevice(&dev, &vp));
+		NCHECK(p->net->devices(&ndev));
+	}
+	if (dev < 0 || dev >= ndev) {
+		fprintf(stderr, "ringway-netperf: device %d does not exist (%d devices)\n", dev,
 			ndev);
 		return -ENODEV;
 	}
-	NCHECK(p->net->getProperties(o->dev, &props));
+	NCHECK(p->net->getProperties(dev, &props));
 	if (p->rank == 0)
-		printf("# plugin %s, device %d: %s, %d Mbps, pci %s, maxRecvs %d\n", p->net->name,
-		       o->dev, props.name, props.speed, props.pciPath ? props.pciPath : "none",
-		       props.maxRecvs);
+		printf("# plugin %s, device %d: %s, %d Mbps, pci %s, maxRecvs %d, fuses %d "
+		       "device(s)\n",
+		       p->net->name, dev, props.name, props.speed,
+		       props.pciPath ? props.pciPath : "none", props.maxRecvs, props.vProps.ndevs);
 
-	NCHECK(p->net->listen(p->ctx, o->dev, mine, &lcomm));
+	NCHECK(p->net->listen(p->ctx, dev, mine, &lcomm));
 	rc = np_write_all(p->boot, mine, sizeof(mine));
 	rc = rc ? rc : np_read_all(p->boot, theirs, sizeof(theirs));
 	if (rc)
@@ -300,7 +330,7 @@ static int setup(struct peer *p, const struct opts *o, size_t bufsize)
 	deadline = np_now_us() + WAIT_LIMIT_US;
 	while (!p->send_comm || !p->recv_comm) {
 		if (!p->send_comm)
-			NCHECK(p->net->connect(p->ctx, o->dev, theirs, &p->send_comm, &dh));
+			NCHECK(p->net->connect(p->ctx, dev, theirs, &p->send_comm, &dh));
 		if (!p->recv_comm)
 			NCHECK(p->net->accept(lcomm, &p->recv_comm, &dh));
 		if (np_now_us() > deadline) {

@@ -51,7 +51,10 @@ static int comm_check(struct rw_net_comm *base, const char *call, int want_send,
 		rc = rw_obj_check(&c->obj, want_send ? FUSE_SEND_KIND : FUSE_RECV_KIND);
 	if (rc) {
 		RW_WARN(RW_LOG_NET, "fuse: %s(comm=%p): not an open fused %s comm", call,
-			(void *)base, want_send < 0 ? "send or receive" : want_send ? "send" : "receive");
+			(void *)base,
+			want_send < 0 ? "send or receive"
+			: want_send   ? "send"
+				      : "receive");
 		return rc;
 	}
 	*out = c;
@@ -132,8 +135,12 @@ static struct fuse_sreq *sreq_add(struct rw_fuse_comm *c, struct rw_net_req *r,
 		struct fuse_sreq *s = &c->sreqs[i];
 
 		if (!s->r) {
-			*s = (struct fuse_sreq){.r = r, .msg = msg, .sub = sub, .piece = piece,
-						.len = len, .kind = kind};
+			*s = (struct fuse_sreq){.r = r,
+						.msg = msg,
+						.sub = sub,
+						.piece = piece,
+						.len = len,
+						.kind = kind};
 			return s;
 		}
 	}
@@ -329,7 +336,11 @@ static int recv_progress(struct rw_fuse_comm *c)
 	for (int q = 0; q < c->nqueue; q++) {
 		struct fuse_req *m = c->queue[q];
 
-		while (m->npieces && m->next < m->npieces) {
+		/* pieces are posted in message order (the sender offers the
+		 * first ones not taken): stop at a header not tested yet */
+		if (!m->npieces)
+			return 0;
+		while (m->next < m->npieces) {
 			struct rw_net_req *r = NULL;
 			size_t off = piece_off(m, m->next), len = piece_len(m, m->next);
 			void *data = m->data + off;
@@ -611,8 +622,8 @@ static void plan(struct rw_fuse_comm *c, struct fuse_req *m)
 	m->npieces = 1 + (int)((rest + p - 1) / p);
 }
 
-int rw_fuse_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
-		  struct rw_net_mr *mr, struct rw_net_req **req)
+int rw_fuse_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
+		  struct rw_net_req **req)
 {
 	struct rw_fuse_comm *c;
 	struct rw_net_req *r = NULL;
@@ -651,8 +662,11 @@ int rw_fuse_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
 		return -ENOMEM;
 	}
 	h = &c->ctrl[q - c->reqs];
-	*h = (struct rw_fuse_hdr){.magic = RW_FUSE_MAGIC, .seq = q->seq, .size = size,
-				  .piece = (uint32_t)q->piece, .npieces = (uint32_t)q->npieces};
+	*h = (struct rw_fuse_hdr){.magic = RW_FUSE_MAGIC,
+				  .seq = q->seq,
+				  .size = size,
+				  .piece = (uint32_t)q->piece,
+				  .npieces = (uint32_t)q->npieces};
 	rc = rw_net_isend(c->sub[0].c, h, sizeof(*h), tag, c->ctrl_mr, &r);
 	if (rc || !r) {
 		req_put(c, q);
@@ -687,8 +701,9 @@ int rw_fuse_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 	if (c->failed)
 		return c->failed;
 	if (n != 1 || !data || !sizes || !tags) {
-		RW_WARN(RW_LOG_NET, "fuse: %s: irecv(n=%d): a fused device takes one buffer per "
-				    "receive (maxRecvs 1)",
+		RW_WARN(RW_LOG_NET,
+			"fuse: %s: irecv(n=%d): a fused device takes one buffer per "
+			"receive (maxRecvs 1)",
 			c->vname, n);
 		return -EINVAL;
 	}

@@ -25,16 +25,16 @@
  * Protocol constants (both sides must agree: they are part of the wire
  * format, RW_FUSE_VERSION).
  */
-#define RW_FUSE_MAGIC	  0x45535546u /* "FUSE" */
-#define RW_FUSE_VERSION	  1
-#define FUSE_PIECE0	  (64u * 1024)	 /* a message's first piece, on the control connection */
-#define FUSE_PIECE_MIN	  (64u * 1024)	 /* the other pieces: at least */
-#define FUSE_PIECE_MAX	  (4u << 20)	 /* and at most (unless the message needs more) */
-#define FUSE_MAX_PIECES	  32767		 /* per message (15 bits of the piece tag) */
-#define FUSE_TAG_PIECE	  0x40000000	 /* piece tags; caller tags stay below */
-#define FUSE_WINDOW	  4		 /* receives posted per data connection */
-#define FUSE_MAX_REQS	  12		 /* fused requests in flight per comm */
-#define FUSE_MAX_SREQS	  (FUSE_MAX_REQS * 2 + FUSE_SUBS * FUSE_WINDOW)
+#define RW_FUSE_MAGIC	0x45535546u /* "FUSE" */
+#define RW_FUSE_VERSION 1
+#define FUSE_PIECE0	(64u * 1024) /* a message's first piece, on the control connection */
+#define FUSE_PIECE_MIN	(64u * 1024) /* the other pieces: at least */
+#define FUSE_PIECE_MAX	(4u << 20)   /* and at most (unless the message needs more) */
+#define FUSE_MAX_PIECES 32767	     /* per message (15 bits of the piece tag) */
+#define FUSE_TAG_PIECE	0x40000000   /* piece tags; caller tags stay below */
+#define FUSE_WINDOW	4	     /* receives posted per data connection */
+#define FUSE_MAX_REQS	12	     /* fused requests in flight per comm */
+#define FUSE_MAX_SREQS	(FUSE_MAX_REQS * 2 + FUSE_SUBS * FUSE_WINDOW)
 
 /** The header that opens every message on the control connection. */
 struct rw_fuse_hdr {
@@ -116,11 +116,11 @@ struct fuse_req {
 	size_t size; /* send: the message; receive: known from the header */
 	int tag;
 	struct rw_fuse_mr *mr;
-	size_t piece; /* bytes per piece after the first */
-	int npieces;  /* 0 on a receive until the header came */
-	int next;     /* receive: next piece to post; send: lowest piece not taken */
-	int done;     /* pieces (and header) completed */
-	int need;     /* what done must reach */
+	size_t piece;	/* bytes per piece after the first */
+	int npieces;	/* 0 on a receive until the header came */
+	int next;	/* receive: next piece to post; send: lowest piece not taken */
+	int done;	/* pieces (and header) completed */
+	int need;	/* what done must reach */
 	uint8_t *taken; /* send: which pieces a connection took */
 	bool complete;
 };
@@ -141,9 +141,9 @@ struct rw_fuse_comm {
 	char vname[256]; /* the virtual device's name */
 	int failed;	 /* -errno once failed; every later call answers it */
 	int timeout_ms;
-	uint64_t moved_ms; /* last time anything moved */
-	uint32_t seq;	   /* messages taken (send) or posted (receive) */
-	unsigned turn;	   /* receive: where ties between data connections start */
+	uint64_t moved_ms;	  /* last time anything moved */
+	uint32_t seq;		  /* messages taken (send) or posted (receive) */
+	unsigned turn;		  /* receive: where ties between data connections start */
 	struct rw_fuse_hdr *ctrl; /* FUSE_MAX_REQS headers, registered on the control connection */
 	struct rw_net_mr *ctrl_mr;
 	struct fuse_req reqs[FUSE_MAX_REQS];
@@ -166,8 +166,8 @@ int rw_fuse_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 int rw_fuse_reg_mr_dmabuf(struct rw_net_comm *comm, void *data, size_t size, int type,
 			  uint64_t offset, int fd, struct rw_net_mr **mr);
 int rw_fuse_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr);
-int rw_fuse_isend(struct rw_net_comm *comm, void *data, size_t size, int tag,
-		  struct rw_net_mr *mr, struct rw_net_req **req);
+int rw_fuse_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
+		  struct rw_net_req **req);
 int rw_fuse_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes,
 		  const int *tags, struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_fuse_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,

@@ -135,7 +135,8 @@ static int fuse_get_properties(struct rw_net *net, int dev, struct rw_net_props 
 	struct fuse_vdev *v;
 
 	if (dev >= 0 && dev < f->nphys)
-		return rw_net_get_properties(f->bases[f->phys[dev].base], f->phys[dev].local, props);
+		return rw_net_get_properties(f->bases[f->phys[dev].base], f->phys[dev].local,
+					     props);
 	v = vdev_of(f, dev);
 	if (!v) {
 		RW_WARN(RW_LOG_NET, "fuse: getProperties(dev=%d): %d device(s)", dev,
@@ -155,8 +156,9 @@ static const char *phys_transport(const struct fuse_phys *p)
 static int check_members(struct rw_fuse_net *f, int n, const int *devs)
 {
 	if (n < 2 || n > RW_FUSE_MAX_MEMBERS) {
-		RW_WARN(RW_LOG_NET, "fuse: makeVDevice(ndevs=%d): a virtual device fuses 2 to %d devices",
-			n, RW_FUSE_MAX_MEMBERS);
+		RW_WARN(RW_LOG_NET,
+			"fuse: makeVDevice(ndevs=%d): a virtual device fuses 2 to %d devices", n,
+			RW_FUSE_MAX_MEMBERS);
 		return -EINVAL;
 	}
 	for (int i = 0; i < n; i++) {
@@ -164,21 +166,24 @@ static int check_members(struct rw_fuse_net *f, int n, const int *devs)
 
 		if (d < 0 || d >= total_devs(f)) {
 			RW_WARN(RW_LOG_NET,
-				"fuse: makeVDevice: device %d is out of range (%d physical device(s), "
+				"fuse: makeVDevice: device %d is out of range (%d physical "
+				"device(s), "
 				"0..%d)",
 				d, f->nphys, f->nphys - 1);
 			return -EINVAL;
 		}
 		if (d >= f->nphys) {
 			RW_WARN(RW_LOG_NET,
-				"fuse: makeVDevice: device %d is itself a virtual device; only physical "
+				"fuse: makeVDevice: device %d is itself a virtual device; only "
+				"physical "
 				"devices (0..%d) fuse",
 				d, f->nphys - 1);
 			return -EINVAL;
 		}
 		for (int j = 0; j < i; j++)
 			if (devs[j] == d) {
-				RW_WARN(RW_LOG_NET, "fuse: makeVDevice: device %d is listed twice", d);
+				RW_WARN(RW_LOG_NET, "fuse: makeVDevice: device %d is listed twice",
+					d);
 				return -EINVAL;
 			}
 		const char *t = phys_transport(&f->phys[d]);
@@ -191,10 +196,11 @@ static int check_members(struct rw_fuse_net *f, int n, const int *devs)
 		}
 		if (i > 0 && strcmp(t, phys_transport(&f->phys[devs[0]])) != 0) {
 			RW_WARN(RW_LOG_NET,
-				"fuse: makeVDevice: device %d (%s, %s) and device %d (%s, %s) are of "
+				"fuse: makeVDevice: device %d (%s, %s) and device %d (%s, %s) are "
+				"of "
 				"different transports",
-				devs[0], f->phys[devs[0]].name, phys_transport(&f->phys[devs[0]]), d,
-				f->phys[d].name, t);
+				devs[0], f->phys[devs[0]].name, phys_transport(&f->phys[devs[0]]),
+				d, f->phys[d].name, t);
 			return -EINVAL;
 		}
 	}
@@ -222,8 +228,9 @@ static int merge_props(struct rw_fuse_net *f, struct fuse_vdev *v)
 		rc = rw_net_get_properties(f->bases[p->base], p->local, &q);
 		if (rc)
 			return rc;
-		used += (size_t)snprintf(v->name + used, sizeof(v->name) - RW_MIN(used, sizeof(v->name)),
-					 "%s%s", i ? "+" : "", q.name ? q.name : p->name);
+		used += (size_t)snprintf(v->name + used,
+					 sizeof(v->name) - RW_MIN(used, sizeof(v->name)), "%s%s",
+					 i ? "+" : "", q.name ? q.name : p->name);
 		if (i == 0) {
 			*m = q;
 			m->speed_mbps = 0;
@@ -237,13 +244,13 @@ static int merge_props(struct rw_fuse_net *f, struct fuse_vdev *v)
 				m->max_comms = m->max_comms > 0 ? RW_MIN(m->max_comms, q.max_comms)
 								: q.max_comms;
 			if (q.max_p2p_bytes)
-				m->max_p2p_bytes = m->max_p2p_bytes
-							   ? RW_MIN(m->max_p2p_bytes, q.max_p2p_bytes)
-							   : q.max_p2p_bytes;
+				m->max_p2p_bytes =
+					m->max_p2p_bytes ? RW_MIN(m->max_p2p_bytes, q.max_p2p_bytes)
+							 : q.max_p2p_bytes;
 			if (q.max_coll_bytes)
-				m->max_coll_bytes = m->max_coll_bytes
-							    ? RW_MIN(m->max_coll_bytes, q.max_coll_bytes)
-							    : q.max_coll_bytes;
+				m->max_coll_bytes = m->max_coll_bytes ? RW_MIN(m->max_coll_bytes,
+									       q.max_coll_bytes)
+								      : q.max_coll_bytes;
 			if (q.rail_id != m->rail_id)
 				m->rail_id = RW_NET_ID_UNDEF;
 			m->plane_id = RW_NET_ID_UNDEF;
@@ -336,14 +343,15 @@ static int fuse_listen(struct rw_net *net, int dev, void *handle, struct rw_net_
 
 		rc = rw_net_listen(p->wire, p->local, sh, &l->subl[i]);
 		if (rc) {
-			RW_WARN(RW_LOG_NET, "fuse: listen on %s (NIC %s of %s): %s", p->name, p->name,
-				v->name, strerror(-rc));
+			RW_WARN(RW_LOG_NET, "fuse: listen on %s (NIC %s of %s): %s", p->name,
+				p->name, v->name, strerror(-rc));
 			break;
 		}
 		rc = pack_handle(sh, h->packed + used, (int)sizeof(h->packed) - used);
 		if (rc < 0) {
 			RW_WARN(RW_LOG_NET,
-				"fuse: listen on %s: the %d member handles do not fit NCCL's %d-byte "
+				"fuse: listen on %s: the %d member handles do not fit NCCL's "
+				"%d-byte "
 				"handle",
 				v->name, l->nsubs, RW_NET_HANDLE_MAXSIZE);
 			break;
@@ -413,8 +421,8 @@ static int pconn_get(struct rw_fuse_net *f, int dev, const void *handle, struct 
 		int rc = unpack_handle(h->packed + used, h->len - used, pc->subh[i]);
 
 		if (rc < 0) {
-			RW_WARN(RW_LOG_NET, "fuse: connect(dev=%d): member handle %d is garbled", dev,
-				i);
+			RW_WARN(RW_LOG_NET, "fuse: connect(dev=%d): member handle %d is garbled",
+				dev, i);
 			free(pc);
 			return -EPROTO;
 		}
@@ -493,7 +501,8 @@ static int fuse_accept(struct rw_net_listen *base, struct rw_net_comm **recv_com
 		if (!l->subc[i]) {
 			rc = rw_net_accept(l->subl[i], &l->subc[i]);
 			if (rc) {
-				RW_WARN(RW_LOG_NET, "fuse: accept on connection %d of device %d: %s", i,
+				RW_WARN(RW_LOG_NET,
+					"fuse: accept on connection %d of device %d: %s", i,
 					l->vdev, strerror(-rc));
 				return rc;
 			}
