@@ -130,12 +130,11 @@ static int small_stage(struct rw_coll_comm *c, size_t stride)
 
 	if (c->small && c->small->stride >= stride)
 		return 0;
+	/* at least double: a sweep of sizes re-registers a few times only */
+	if (c->small && c->small->stride <= SIZE_MAX / 4)
+		stride = RW_MAX(stride, 2 * c->small->stride);
 	rw_coll_small_free(c);
-	stride = RW_MAX(stride, (size_t)4096);
-	/* grow by powers of two: a sweep of sizes re-registers a few times */
-	for (size_t p = 4096; p < stride && p < SIZE_MAX / 2; p *= 2)
-		if (p * 2 >= stride)
-			stride = p * 2;
+	stride = (RW_MAX(stride, (size_t)4096) + 4095) & ~(size_t)4095;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;

@@ -26,6 +26,8 @@
  * Every rank computes the same choice from the same inputs; ranks must be
  * given the same RINGWAY_* settings (as they must for the ring anyway).
  */
+#include <string.h>
+
 #include "coll/coll_internal.h"
 
 static const char *const algo_names[] = {
@@ -42,25 +44,39 @@ const char *rw_coll_algo_name(enum rw_coll_algo algo)
 
 /*
  * auto, allreduce on host memory: the latency algorithms up to these sizes
- * (bytes of the buffer), by rank count; measured with ringway-perf --local
- * P over shm and socket (coll/README.md).  The first row whose max_ranks
- * covers P applies.
+ * (bytes of the buffer), by rank count and by the links' transport (shm,
+ * or a network: socket, ib); measured with ringway-perf --local P over shm
+ * and socket on the 2-core build host, P = 2..5 (coll/README.md has the
+ * figures).  The first row that covers P applies; 6..16 ranks are
+ * extrapolated by the model above (the crossover grows with P, and a
+ * rank count that is not a power of two pays rd's fold: two more messages
+ * of the whole buffer).
  */
 static const struct lat_row {
 	int max_ranks;
 	size_t direct_max; /* direct exchange up to here */
 	size_t rd_max;	   /* then recursive doubling up to here */
-} lat_table[] = {
-	{2, 64 << 10, 64 << 10}, /* 2 ranks: both are one exchange */
-	{4, 16 << 10, 64 << 10},
-	{RW_COLL_MESH_MAX, 4 << 10, 32 << 10},
+} lat_shm[] =
+	{
+		{2, 64 << 10, 0}, /* 2 ranks: rd and direct are the same one exchange */
+		{3, 16 << 10, 0},
+		{4, 0, 128 << 10},
+		{RW_COLL_MESH_MAX, 0, 16 << 10},
+},
+  lat_net[] = {
+	  {2, 256 << 10, 0},
+	  {4, 0, 1 << 20},
+	  {RW_COLL_MESH_MAX, 0, 128 << 10},
 };
 
 /*
  * The ring's channels and chunk by size (bytes of the whole buffer): the
  * first row whose max_bytes covers it.  Channels are at most those the comm
  * connected (RINGWAY_NCHANNELS, 4 by default); the chunk at most the staging
- * slot (RINGWAY_CHUNK_BYTES's value).
+ * slot (RINGWAY_CHUNK_BYTES's value).  Measured (ring forced, 2 and 4
+ * ranks, shm and socket, 1/2/4 channels x 256K..4M chunks): one channel
+ * is best up to 64 KiB (4 channels took 2-5x its time at 4 KiB), 2 from
+ * there to 2 MiB, 2-4 above; the chunk made no difference outside noise.
  */
 static const struct ring_row {
 	size_t max_bytes;
@@ -68,9 +84,26 @@ static const struct ring_row {
 	size_t chunk_bytes;
 } ring_table[] = {
 	{64 << 10, 1, 4 << 20},
-	{1 << 20, 2, 4 << 20},
+	{2 << 20, 2, 4 << 20},
 	{SIZE_MAX, 4, 4 << 20},
 };
+
+/* Do all of the comm's data links go through shm? */
+static bool on_shm(const struct rw_coll_comm *c)
+{
+	bool any = false;
+
+	for (int i = 0; i < c->nlinks; i++) {
+		const struct rw_coll_link *l = &c->links[i];
+
+		if (!l->comm || rw_link_is_ctrl(l))
+			continue;
+		if (strcmp(l->comm->net->ops->name, "shm") != 0)
+			return false;
+		any = true;
+	}
+	return any;
+}
 
 static size_t buffer_bytes(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t count,
 			   size_t es)
@@ -84,14 +117,18 @@ static size_t buffer_bytes(const struct rw_coll_comm *c, enum rw_coll_kind kind,
 
 static enum rw_coll_algo lat_choice(const struct rw_coll_comm *c, size_t bytes)
 {
-	for (size_t i = 0; i < RW_ARRAY_SIZE(lat_table); i++) {
-		const struct lat_row *row = &lat_table[i];
+	bool shm = on_shm(c);
+	const struct lat_row *table = shm ? lat_shm : lat_net;
+	size_t n = shm ? RW_ARRAY_SIZE(lat_shm) : RW_ARRAY_SIZE(lat_net);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct lat_row *row = &table[i];
 
 		if (c->nranks > row->max_ranks)
 			continue;
-		if (bytes <= row->direct_max)
+		if (row->direct_max && bytes <= row->direct_max)
 			return RW_COLL_ALGO_DIRECT;
-		if (bytes <= row->rd_max)
+		if (row->rd_max && bytes <= row->rd_max)
 			return RW_COLL_ALGO_RD;
 		break;
 	}
