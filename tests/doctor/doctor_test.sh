@@ -12,9 +12,14 @@ doctor=$1 plugdir=$2 fixtures=$3 out=$4 mode=$5
 fail=0
 mkdir -p "$out"
 
+last=""
 check() { # what, command...
   local what=$1; shift
-  if ! "$@"; then echo "FAIL: $what"; fail=1; fi
+  if ! "$@"; then
+    echo "FAIL: $what"
+    [[ -n $last ]] && sed -n '/^summary:/,$p' "$last" | sed 's/^/    /'
+    fail=1
+  fi
 }
 has() { grep -qE -- "$2" "$1"; }
 hasnt() { ! grep -qE -- "$2" "$1"; }
@@ -28,6 +33,7 @@ run() {
   shift
   env $(env | sed -n 's/^\(NCCL_[A-Za-z0-9_]*\|RINGWAY_[A-Za-z0-9_]*\|LD_LIBRARY_PATH\)=.*/-u \1/p') \
     ${envs[@]+"${envs[@]}"} "$doctor" "$@" >"$out/$name.txt" 2>"$out/$name.err"
+  last=$out/$name.txt
   echo $? >"$out/$name.rc"
 }
 rc() { cat "$out/$1.rc"; }

@@ -23,7 +23,7 @@
 
 #define BW_BYTES    (4u << 20)
 #define BW_INFLIGHT 4
-#define STEP_S	    2.0 /* longest connect or single transfer before giving up */
+#define STEP_S	    10.0 /* longest connect or wait for a transfer before giving up */
 
 struct pair {
 	struct rw_net_comm *send, *recv;
@@ -49,8 +49,7 @@ static int connect_pair(struct loop *lp, const void *handle, struct pair *p, cha
 			break;
 	}
 	if (rc || !p->send || !p->recv) {
-		snprintf(why, len, "connect/accept: %s",
-			 rc ? strerror(-rc) : "timed out after 2 s");
+		snprintf(why, len, "connect/accept: %s", rc ? strerror(-rc) : "timed out");
 		return rc ? rc : -ETIMEDOUT;
 	}
 	rc = rw_net_reg_mr(p->send, lp->sbuf, BW_BYTES * BW_INFLIGHT, RW_PTR_HOST, &p->smr);
