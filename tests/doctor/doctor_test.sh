@@ -33,8 +33,8 @@ run() {
   shift
   env $(env | sed -n 's/^\(NCCL_[A-Za-z0-9_]*\|RINGWAY_[A-Za-z0-9_]*\|LD_LIBRARY_PATH\)=.*/-u \1/p') \
     ${envs[@]+"${envs[@]}"} "$doctor" "$@" >"$out/$name.txt" 2>"$out/$name.err"
-  last=$out/$name.txt
   echo $? >"$out/$name.rc"
+  last=$out/$name.txt
 }
 rc() { cat "$out/$1.rc"; }
 
