@@ -270,7 +270,7 @@ static void check_ib(struct dr_state *st, struct dr_report *r)
 		dr_log_take(s, NULL);
 		dr_add(s, forced ? DR_FAIL : DR_INFO, "usable", "no: %s%s",
 		       why[0] ? why : strerror(-rc),
-		       forced ? " (RINGWAY_TRANSPORT=ib: every connection fails)"
+		       forced ? " (RINGWAY_TRANSPORT=ib: ringway fails to initialise)"
 			      : "; auto uses socket between hosts");
 		return;
 	}
