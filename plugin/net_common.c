@@ -20,7 +20,7 @@ ncclResult_t rw_abi_listen_legacy(int dev, void *handle, void **listen_comm)
 
 	rc = rw_plugin_from_legacy("listen", &p);
 	if (rc == 0)
-		rc = rw_plugin_listen(p, dev, handle, listen_comm);
+		rc = rw_plugin_listen(&p->legacy, dev, handle, listen_comm);
 	return rw_status_to_nccl(rc);
 }
 
@@ -31,7 +31,7 @@ ncclResult_t rw_abi_connect_v6(int dev, void *handle, void **send_comm)
 
 	rc = rw_plugin_from_legacy("connect", &p);
 	if (rc == 0)
-		rc = rw_plugin_connect(p, dev, handle, send_comm);
+		rc = rw_plugin_connect(&p->legacy, dev, handle, send_comm);
 	return rw_status_to_nccl(rc);
 }
 
@@ -50,9 +50,10 @@ ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle, void **listen_c
 	struct rw_plugin *p;
 	int rc;
 
+	/* rw_plugin_from_ctx found ctx among the live contexts */
 	rc = rw_plugin_from_ctx(ctx, "listen", &p);
 	if (rc == 0)
-		rc = rw_plugin_listen(p, dev, handle, listen_comm);
+		rc = rw_plugin_listen(ctx, dev, handle, listen_comm);
 	return rw_status_to_nccl(rc);
 }
 
@@ -65,7 +66,7 @@ ncclResult_t rw_abi_connect_ctx(void *ctx, int dev, void *handle, void **send_co
 	(void)dev_comm;
 	rc = rw_plugin_from_ctx(ctx, "connect", &p);
 	if (rc == 0)
-		rc = rw_plugin_connect(p, dev, handle, send_comm);
+		rc = rw_plugin_connect(ctx, dev, handle, send_comm);
 	return rw_status_to_nccl(rc);
 }
 
@@ -118,15 +119,16 @@ ncclResult_t rw_abi_isend_int(void *send_comm, void *data, int size, int tag, vo
 ncclResult_t rw_abi_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
 			  void **request)
 {
-	return rw_status_to_nccl(rw_plugin_isend(send_comm, data, size, tag, mhandle, request));
+	return rw_status_to_nccl(
+		rw_plugin_isend(send_comm, data, size, tag, mhandle, NULL, request));
 }
 
-/* phandle: NCCL's profiler handle; ringway emits no profiler events. */
+/* phandle: NCCL's profiler handle, for the transfer's events (rw_prof.c). */
 ncclResult_t rw_abi_isend_ph(void *send_comm, void *data, size_t size, int tag, void *mhandle,
 			     void *phandle, void **request)
 {
-	(void)phandle;
-	return rw_abi_isend(send_comm, data, size, tag, mhandle, request);
+	return rw_status_to_nccl(
+		rw_plugin_isend(send_comm, data, size, tag, mhandle, phandle, request));
 }
 
 ncclResult_t rw_abi_irecv_int(void *recv_comm, int n, void **data, int *sizes, int *tags,
@@ -140,14 +142,14 @@ ncclResult_t rw_abi_irecv(void *recv_comm, int n, void **data, size_t *sizes, in
 			  void **mhandles, void **request)
 {
 	return rw_status_to_nccl(
-		rw_plugin_irecv(recv_comm, n, data, sizes, tags, mhandles, request));
+		rw_plugin_irecv(recv_comm, n, data, sizes, tags, mhandles, NULL, request));
 }
 
 ncclResult_t rw_abi_irecv_ph(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
 			     void **mhandles, void **phandles, void **request)
 {
-	(void)phandles;
-	return rw_abi_irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+	return rw_status_to_nccl(
+		rw_plugin_irecv(recv_comm, n, data, sizes, tags, mhandles, phandles, request));
 }
 
 ncclResult_t rw_abi_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,

@@ -13,6 +13,7 @@
  *   v8       2.20-2.23       size_t regMr, int isend/irecv
  *   v9       2.24-2.25       size_t isend/irecv sizes
  *   v10      2.26-2.27       profiler (init), per-connect config, phandles
+ *                            (ringway's network events, rw_prof.c)
  *   v11      2.28-2.29       a context per communicator (init .. finalize)
  *   v12      2.30            v11's calls with the wider v12 properties
  *
@@ -39,9 +40,11 @@
 				      ncclDebugLogger_t logger, ncclProfilerCallback_t prof)       \
 	{                                                                                          \
 		int tc = config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF;             \
+		int rc = rw_plugin_ctx_create(v, comm_id, tc, logger, ctx);                        \
                                                                                                    \
-		(void)prof;                                                                        \
-		return rw_status_to_nccl(rw_plugin_ctx_create(v, comm_id, tc, logger, ctx));       \
+		if (rc == 0)                                                                       \
+			rw_plugin_ctx_set_prof(*ctx, prof);                                        \
+		return rw_status_to_nccl(rc);                                                      \
 	}
 
 RW_NET_INIT_LEGACY(6)
@@ -51,11 +54,14 @@ RW_NET_INIT_LEGACY(9)
 RW_NET_INIT_CTX(11)
 RW_NET_INIT_CTX(12)
 
-/* The profiler callback is accepted and unused: ringway emits no events. */
+/* The profiler callback: network events (rw_prof.c), v10 on. */
 static ncclResult_t init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t prof)
 {
-	(void)prof;
-	return rw_status_to_nccl(rw_plugin_init_legacy(10, logger));
+	int rc = rw_plugin_init_legacy(10, logger);
+
+	if (rc == 0)
+		rw_plugin_set_legacy_prof(prof);
+	return rw_status_to_nccl(rc);
 }
 
 /* The traffic class of config is not applied by the socket transport. */

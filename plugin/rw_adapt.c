@@ -81,8 +81,9 @@ static int check_dev(const struct rw_plugin *p, int dev, const char *call)
 
 /* --- connection setup ------------------------------------------------------ */
 
-int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle, void **listen_comm)
+int rw_plugin_listen(struct rw_plugin_ctx *ctx, int dev, void *handle, void **listen_comm)
 {
+	struct rw_plugin *p = ctx->plugin;
 	struct rw_net_listen *l;
 	struct rw_pcomm *pc;
 	int rc;
@@ -99,6 +100,7 @@ int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle, void **listen_c
 	if (rc)
 		goto err_retire;
 	pc->u.listen = l;
+	pc->prof_fn = __atomic_load_n(&ctx->prof, __ATOMIC_ACQUIRE);
 	*listen_comm = rw_pcomm_handle(pc);
 	return 0;
 
@@ -107,8 +109,9 @@ err_retire:
 	return rc;
 }
 
-int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle, void **send_comm)
+int rw_plugin_connect(struct rw_plugin_ctx *ctx, int dev, void *handle, void **send_comm)
 {
+	struct rw_plugin *p = ctx->plugin;
 	struct rw_net_comm *c = NULL;
 	struct rw_pcomm *pc;
 	int rc;
@@ -129,6 +132,8 @@ int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle, void **send_co
 	if (rc)
 		goto err_close;
 	pc->u.comm = c;
+	pc->prof_fn = __atomic_load_n(&ctx->prof, __ATOMIC_ACQUIRE);
+	rw_prof_attach(pc, pc->prof_fn);
 	*send_comm = rw_pcomm_handle(pc);
 	return 0;
 
@@ -159,6 +164,8 @@ int rw_plugin_accept(void *listen_comm, void **recv_comm)
 	if (rc)
 		goto err_close;
 	pc->u.comm = c;
+	pc->prof_fn = lpc->prof_fn;
+	rw_prof_attach(pc, pc->prof_fn);
 	*recv_comm = rw_pcomm_handle(pc);
 	return 0;
 
@@ -263,7 +270,7 @@ int rw_plugin_dereg_mr(void *comm, void *mhandle)
 
 /* --- data path ------------------------------------------------------------- */
 
-int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle, void *phandle,
 		    void **request)
 {
 	struct rw_net_req *req = NULL;
@@ -284,6 +291,8 @@ int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mha
 	rc = enter(req, pc, "isend");
 	if (rc)
 		return rc;
+	if (phandle && pc->prof)
+		rw_prof_start(pc, req, false, 1, &size, &tag, &phandle);
 	*request = req;
 	return 0;
 }
@@ -296,11 +305,11 @@ int rw_plugin_isend_int(void *send_comm, void *data, int size, int tag, void *mh
 			*request = NULL;
 		return rw_plugin_bad_arg("isend", "negative size");
 	}
-	return rw_plugin_isend(send_comm, data, (size_t)size, tag, mhandle, request);
+	return rw_plugin_isend(send_comm, data, (size_t)size, tag, mhandle, NULL, request);
 }
 
 int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
-		    void **mhandles, void **request)
+		    void **mhandles, void **phandles, void **request)
 {
 	struct rw_net_mr *mrs[RW_NET_MAX_RECVS];
 	struct rw_net_req *req = NULL;
@@ -325,6 +334,8 @@ int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes, co
 	rc = enter(req, pc, "irecv");
 	if (rc)
 		return rc;
+	if (phandles && pc->prof)
+		rw_prof_start(pc, req, true, n, sizes, tags, phandles);
 	*request = req;
 	return 0;
 }
@@ -347,7 +358,7 @@ int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes, c
 		}
 		wide[i] = (size_t)sizes[i];
 	}
-	return rw_plugin_irecv(recv_comm, n, data, wide, tags, mhandles, request);
+	return rw_plugin_irecv(recv_comm, n, data, wide, tags, mhandles, NULL, request);
 }
 
 int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes, void **mhandles,
@@ -387,6 +398,7 @@ int rw_plugin_test(void *request, int *done, int *sizes)
 	/* The transport writes one size per buffer of the request (1 for a
 	 * send); SIZE_MAX marks the entries it did not write. */
 	size_t got[RW_NET_MAX_RECVS];
+	const void *owner = NULL;
 	int finished = 0;
 	int rc;
 
@@ -395,7 +407,7 @@ int rw_plugin_test(void *request, int *done, int *sizes)
 	if (!done)
 		return rw_plugin_bad_arg("test", "done is NULL");
 	/* A request ends when test() says done (or fails), or with its comm. */
-	if (!rw_live_has(request, NULL, true)) {
+	if (!rw_live_owner(request, &owner)) {
 		RW_WARN(RW_LOG_NET,
 			"NET/%s test(request=%p): not a pending request (completed already, or "
 			"its comm was closed)",
@@ -405,8 +417,12 @@ int rw_plugin_test(void *request, int *done, int *sizes)
 	if (sizes)
 		memset(got, 0xff, sizeof(got));
 	rc = rw_net_test(request, &finished, sizes ? got : NULL);
-	if (rc || finished)
+	if (rc || finished) {
 		rw_live_del(request, NULL, true);
+		/* owner: the wrapper of the request's comm (enter()) */
+		if (owner && ((const struct rw_pcomm *)owner)->prof)
+			rw_prof_stop((struct rw_pcomm *)owner, request);
+	}
 	if (rc)
 		return rc;
 	if (finished && sizes) {
@@ -436,6 +452,7 @@ static int close_one(void *handle, enum rw_pcomm_kind kind, const char *call)
 	rc = get_comm(handle, kind, call, &pc);
 	if (rc)
 		return rc;
+	rw_prof_stop_all(pc); /* its requests end with it */
 	switch (kind) {
 	case RW_PCOMM_SEND:
 		rc = rw_net_close_send(pc->u.comm);

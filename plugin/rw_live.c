@@ -136,6 +136,22 @@ bool rw_live_has(const void *key, const void *owner, bool any_owner)
 	return ok;
 }
 
+bool rw_live_owner(const void *key, const void **owner)
+{
+	bool ok;
+	size_t i;
+
+	if (!key)
+		return false;
+	pthread_mutex_lock(&live.lock);
+	i = find(key);
+	ok = i != live.cap;
+	if (ok)
+		*owner = live.slots[i].owner;
+	pthread_mutex_unlock(&live.lock);
+	return ok;
+}
+
 bool rw_live_del(const void *key, const void *owner, bool any_owner)
 {
 	bool ok;

@@ -163,6 +163,7 @@ static void plugin_destroy(struct rw_plugin *p)
 	for (pc = p->pcomms; pc; pc = pc->next_all) {
 		if (rw_obj_state(&pc->obj) != RW_OBJ_OPEN)
 			continue;
+		rw_prof_stop_all(pc); /* no event outlives its comm */
 		switch (pc->obj.kind & 0xffff) {
 		case RW_PCOMM_LISTEN:
 			rw_net_close_listen(pc->u.listen);
@@ -186,6 +187,7 @@ static void plugin_destroy(struct rw_plugin *p)
 		next = pc->next_all;
 		rw_live_del(rw_pcomm_handle(pc), NULL, true);
 		rw_live_del_owned(pc);
+		rw_prof_free(pc);
 		free(pc);
 	}
 	rw_net_destroy(p->net);
@@ -389,6 +391,21 @@ int rw_plugin_from_legacy(const char *call, struct rw_plugin **out)
 	return 0;
 }
 
+void rw_plugin_set_legacy_prof(ncclProfilerCallback_t prof)
+{
+	pthread_mutex_lock(&g.lock);
+	if (g.plugin)
+		__atomic_store_n(&g.plugin->legacy.prof, prof, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g.lock);
+}
+
+void rw_plugin_ctx_set_prof(void *ctx, ncclProfilerCallback_t prof)
+{
+	struct rw_plugin_ctx *c = ctx;
+
+	__atomic_store_n(&c->prof, prof, __ATOMIC_RELEASE);
+}
+
 /* --- the process-wide view for calls without a context --------------------- */
 
 int rw_plugin_devices(int *ndev)
@@ -488,6 +505,9 @@ int rw_pcomm_alloc(struct rw_plugin *p, enum rw_pcomm_kind kind, int dev, struct
 	pc->dev = dev;
 	pc->ptr_support = p->props[dev].ptr_support;
 	pc->u.comm = NULL;
+	pc->prof_fn = NULL;
+	if (pc->prof) /* a reused wrapper: its old comm's events ended at close */
+		rw_prof_attach(pc, NULL);
 	rw_obj_open(&pc->obj, RW_PCOMM_OBJ(kind));
 	if (rw_live_add(rw_pcomm_handle(pc), NULL) != 0) {
 		rw_obj_close(&pc->obj);

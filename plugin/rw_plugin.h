@@ -33,6 +33,12 @@
  * getProperties read the process-wide plugin, which NCCL keeps alive by
  * holding a context while it calls them.
  *
+ * Profiler events (rw_prof.c, include/ringway_profiler.h).  From v10 on,
+ * the callback NCCL gives init is kept with the context (v11/v12) or the
+ * shared one (v10); each send/recv comm copies it when made, and a start
+ * event goes out for each transfer posted with a phandle, its stop when
+ * test() ends the request or its comm closes.
+ *
  * Logging.  With an NCCL logger, every ringway message is forwarded to it
  * with "%s"; standalone (logger NULL), messages go to stderr, filtered by
  * RINGWAY_DEBUG.  Misuse by the caller is logged once where it is found.
@@ -45,6 +51,7 @@
 #include <stdint.h>
 
 #include "abi/nccl_net.h"
+#include "include/ringway_profiler.h"
 #include "common/rw_params.h"
 #include "topo/rw_topo.h"
 #include "transport/base/rw_base.h"
@@ -55,10 +62,15 @@
 /* Largest single p2p transfer advertised: test() reports sizes as int. */
 #define RW_PLUGIN_MAX_P2P_BYTES ((size_t)MAX_NET_SIZE)
 
+struct rw_prof_comm; /* rw_prof.c */
+
 /** A v11/v12 communicator context, or the one shared by v6..v10. */
 struct rw_plugin_ctx {
 	uint64_t comm_id;
 	int traffic_class; /**< copied from NCCL's config; -1 = undefined */
+	/** NCCL's profiler callback (v10+), or NULL.  v11/v12: set before NCCL
+	 *  has the context; v10: the latest init's, read atomically. */
+	ncclProfilerCallback_t prof;
 	struct rw_plugin *plugin;
 	struct rw_plugin_ctx *next; /**< the plugin's live contexts */
 };
@@ -105,8 +117,12 @@ struct rw_pcomm {
 		struct rw_net_listen *listen;
 		struct rw_net_comm *comm;
 	} u;
-	struct rw_pcomm *next_all; /**< plugin->pcomms */
-	struct rw_list link;	   /**< plugin->pcomm_grave, once closed */
+	ncclProfilerCallback_t prof_fn; /**< of the context that made it (listen:
+					     passed on to accept), or NULL */
+	struct rw_prof_comm *prof;	/**< event state (send/recv), or NULL;
+					     kept with the wrapper */
+	struct rw_pcomm *next_all;	/**< plugin->pcomms */
+	struct rw_list link;		/**< plugin->pcomm_grave, once closed */
 };
 
 /* --- status (rw_status.c) -------------------------------------------------- */
@@ -147,6 +163,11 @@ int rw_plugin_from_ctx(void *ctx, const char *call, struct rw_plugin **out);
 /** The plugin for v6..v10 calls; -EINVAL if no v6..v10 init ran. */
 int rw_plugin_from_legacy(const char *call, struct rw_plugin **out);
 
+/** v10 init: the profiler callback of the shared context (NULL: none). */
+void rw_plugin_set_legacy_prof(ncclProfilerCallback_t prof);
+/** v11/v12 init: ctx (just made by rw_plugin_ctx_create) gets prof. */
+void rw_plugin_ctx_set_prof(void *ctx, ncclProfilerCallback_t prof);
+
 /* --- operations shared by every version (rw_adapt.c) ----------------------- */
 
 /** Log "call: what" as misuse by the caller; returns -EINVAL. */
@@ -154,8 +175,9 @@ int rw_plugin_bad_arg(const char *call, const char *what);
 int rw_plugin_devices(int *ndev);
 /** Fixed-up properties of dev (strings owned by the transport). */
 int rw_plugin_props(int dev, struct rw_net_props *out);
-int rw_plugin_listen(struct rw_plugin *p, int dev, void *handle, void **listen_comm);
-int rw_plugin_connect(struct rw_plugin *p, int dev, void *handle, void **send_comm);
+/* listen/connect: ctx is a live context (or the plugin's shared one). */
+int rw_plugin_listen(struct rw_plugin_ctx *ctx, int dev, void *handle, void **listen_comm);
+int rw_plugin_connect(struct rw_plugin_ctx *ctx, int dev, void *handle, void **send_comm);
 int rw_plugin_accept(void *listen_comm, void **recv_comm);
 int rw_plugin_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
 /** v6/v7 regMr: int size. */
@@ -163,14 +185,16 @@ int rw_plugin_reg_mr_int(void *comm, void *data, int size, int type, void **mhan
 int rw_plugin_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
 			    void **mhandle);
 int rw_plugin_dereg_mr(void *comm, void *mhandle);
-/** *request is always overwritten: a request, or NULL (try again). */
-int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+/** *request is always overwritten: a request, or NULL (try again).
+ *  phandle: NCCL's profiler handle (v10+), or NULL. */
+int rw_plugin_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle, void *phandle,
 		    void **request);
 /** v6..v8 isend: int size. */
 int rw_plugin_isend_int(void *send_comm, void *data, int size, int tag, void *mhandle,
 			void **request);
+/** phandles: n profiler handles (v10+), or NULL. */
 int rw_plugin_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
-		    void **mhandles, void **request);
+		    void **mhandles, void **phandles, void **request);
 /** v6..v8 irecv: int sizes. */
 int rw_plugin_irecv_int(void *recv_comm, int n, void **data, const int *sizes, const int *tags,
 			void **mhandles, void **request);
@@ -238,6 +262,30 @@ void *rw_pcomm_handle(struct rw_pcomm *pc);
  */
 struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind);
 
+/* --- profiler events (rw_prof.c) ------------------------------------------- */
+
+/* The values of RINGWAY_PROFILER_EVENTS (cfg.profiler_events). */
+enum rw_prof_format {
+	RW_PROF_RINGWAY = 0, /**< ringwayProfilerNetDescr_v1_t */
+	RW_PROF_NCCL = 1,    /**< NCCL's socket / IB v1 descriptors */
+	RW_PROF_OFF = 2,
+};
+
+/** Events of send/recv comm pc go to fn (its comm is open); NULL: none. */
+void rw_prof_attach(struct rw_pcomm *pc, ncclProfilerCallback_t fn);
+/**
+ * Start one event per buffer of request req that has a phandle.
+ * \param phandles n handles (a send: 1), or NULL.
+ */
+void rw_prof_start(struct rw_pcomm *pc, const void *req, bool recv, int n, const size_t *sizes,
+		   const int *tags, void *const *phandles);
+/** req ended (done or failed): stop its events, if it has any. */
+void rw_prof_stop(struct rw_pcomm *pc, const void *req);
+/** pc is closing: stop every event still open. */
+void rw_prof_stop_all(struct rw_pcomm *pc);
+/** Free pc's event state (the wrapper itself goes). */
+void rw_prof_free(struct rw_pcomm *pc);
+
 /* --- the live set (rw_live.c) ------------------------------------------------ */
 
 /*
@@ -249,6 +297,8 @@ struct rw_pcomm *rw_pcomm_check(void *handle, enum rw_pcomm_kind kind);
 int rw_live_add(const void *key, const void *owner);
 /** Whether key is live (and, unless any_owner, owned by owner). */
 bool rw_live_has(const void *key, const void *owner, bool any_owner);
+/** Whether key is live; if so *owner is its owner. */
+bool rw_live_owner(const void *key, const void **owner);
 /** Remove key if live (and owned by owner unless any_owner): whether it was. */
 bool rw_live_del(const void *key, const void *owner, bool any_owner);
 /** Remove every key owned by owner (its comm closed). */

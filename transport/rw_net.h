@@ -101,6 +101,23 @@ struct rw_net_props {
 	int16_t plane_id;
 };
 
+/** What carries a comm (rw_net_describe()). */
+enum rw_net_kind {
+	RW_NET_KIND_UNKNOWN = 0,
+	RW_NET_KIND_SOCKET = 1,
+	RW_NET_KIND_SHM = 2,
+	RW_NET_KIND_IB = 3,
+};
+
+/** One open comm as a transport sees it: for profiler events and messages. */
+struct rw_net_desc {
+	enum rw_net_kind kind;
+	int nchannels;	  /**< TCP streams (socket), QPs (ib), 1 (shm) */
+	uint64_t conn_id; /**< socket: fd of stream 0; shm: the connection id;
+			       ib: the number of the comm's first QP */
+	char peer[64];	  /**< the peer, as the transport's messages name it */
+};
+
 struct rw_net;
 struct rw_net_listen;
 struct rw_net_comm;
@@ -108,9 +125,10 @@ struct rw_net_mr;
 struct rw_net_req;
 
 /**
- * The operations of a transport.  Every slot is filled (a transport without
- * an operation points it at an rw_net_unsupported_*() stub).  Sorted in the
- * order of the NCCL net ABI so the adapters read top to bottom.
+ * The operations of a transport.  Every slot of the ABI is filled (a
+ * transport without an operation points it at an rw_net_unsupported_*()
+ * stub); the slots after destroy are ringway's own and may be NULL.  Sorted
+ * in the order of the NCCL net ABI so the adapters read top to bottom.
  */
 struct rw_net_ops {
 	const char *name; /**< "socket", "shm", "ib" */
@@ -151,6 +169,12 @@ struct rw_net_ops {
 	int (*close_recv)(struct rw_net_comm *comm);
 	int (*close_listen)(struct rw_net_listen *listen_comm);
 	void (*destroy)(struct rw_net *net);
+
+	/* --- not in the NCCL ABI ---------------------------------------- */
+
+	/** Optional (NULL: the comm is described as RW_NET_KIND_UNKNOWN): fill
+	 *  desc for an open comm; never blocks, never touches the data path. */
+	int (*describe)(struct rw_net_comm *comm, struct rw_net_desc *desc);
 };
 
 /** Base of every transport instance. */
@@ -265,6 +289,19 @@ static inline int rw_net_close_recv(struct rw_net_comm *c)
 static inline int rw_net_close_listen(struct rw_net_listen *l)
 {
 	return l->net->ops->close_listen(l);
+}
+
+/**
+ * What comm is (kind, channels, connection id, peer).  A transport without
+ * describe fills kind RW_NET_KIND_UNKNOWN and returns -ENOTSUP.
+ */
+static inline int rw_net_describe(struct rw_net_comm *c, struct rw_net_desc *desc)
+{
+	if (!c->net->ops->describe) {
+		*desc = (struct rw_net_desc){.kind = RW_NET_KIND_UNKNOWN};
+		return -ENOTSUP;
+	}
+	return c->net->ops->describe(c, desc);
 }
 
 /** Frees the instance; every comm and listener must be closed first. */

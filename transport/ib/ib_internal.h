@@ -441,4 +441,7 @@ void rw_ib_reqs_free(struct rw_ib_comm *c);
  *  kind, foreign) or -EBADF (closed).  Logs nothing (ib_comm.c). */
 int rw_ib_comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm **out);
 
+/** describe (rw_net.h): kind, QPs, the first QP's number, peer (ib_describe.c). */
+int rw_ib_describe(struct rw_net_comm *comm, struct rw_net_desc *desc);
+
 #endif /* RW_IB_INTERNAL_H */

@@ -427,4 +427,7 @@ bool rw_shm_peer_exited(struct rw_shm_comm *c);
 /** pidfd_open(pid), or -1 when unavailable. */
 int rw_shm_pidfd_open(pid_t pid);
 
+/** describe (rw_net.h): kind, connection id, peer (shm_describe.c). */
+int rw_shm_describe(struct rw_net_comm *comm, struct rw_net_desc *desc);
+
 #endif /* RW_SHM_INTERNAL_H */

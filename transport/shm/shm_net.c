@@ -246,6 +246,7 @@ static const struct rw_net_ops shm_ops = {
 	.close_recv = rw_shm_close_recv,
 	.close_listen = rw_shm_close_listen,
 	.destroy = shm_destroy,
+	.describe = rw_shm_describe,
 };
 
 /*

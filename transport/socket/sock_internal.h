@@ -457,4 +457,7 @@ void rw_sock_stream_push(struct rw_sock_stream *s, const struct rw_sock_op *op);
  *  the comm's streams would use. */
 bool rw_sock_stripe_room(struct rw_sock_data *d, uint64_t size);
 
+/** describe (rw_net.h): kind, streams, fd of stream 0, peer (sock_describe.c). */
+int rw_sock_describe(struct rw_net_comm *comm, struct rw_net_desc *desc);
+
 #endif /* RW_SOCK_INTERNAL_H */

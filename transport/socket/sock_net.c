@@ -147,6 +147,7 @@ static const struct rw_net_ops sock_ops = {
 	.close_recv = rw_sock_close_recv,
 	.close_listen = rw_sock_close_listen,
 	.destroy = sock_destroy,
+	.describe = rw_sock_describe,
 };
 
 int rw_sock_create(const struct rw_config *cfg, struct rw_net **out)
