@@ -15,6 +15,7 @@
 #ifndef RW_TEST_ABI_HARNESS_H
 #define RW_TEST_ABI_HARNESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,6 +102,16 @@ int h_test(void *request, int *done, int *sizes);
 int h_close_send(void *send_comm);
 int h_close_recv(void *recv_comm);
 int h_close_listen(void *listen_comm);
+/* v10+ only: isend/irecv with profiler handles (phandles: n of them, or NULL). */
+int h_isend_ph(void *send_comm, void *data, size_t size, int tag, void *mhandle, void *phandle,
+	       void **request);
+int h_irecv_ph(void *recv_comm, int n, void **data, const size_t *sizes, int *tags, void **mhandles,
+	       void **phandles, void **request);
+
+/* The profiler callback init gets (v10+) forwards here; NULL: a call fails
+ * the child.  h_prof_none: init gets NULL instead (set before h_init). */
+extern ncclProfilerCallback_t h_prof_hook;
+extern bool h_prof_none;
 
 /* What the NCCL logger given to init saw (per process). */
 struct h_log {

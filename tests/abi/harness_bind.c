@@ -72,11 +72,17 @@ void h_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, in
 	}
 }
 
-/* ringway emits no profiler events: being called is a failure. */
+ncclProfilerCallback_t h_prof_hook;
+bool h_prof_none;
+
+/* The callback given to init (v10+): forwards to h_prof_hook; without one,
+ * being called is a failure (h_isend/h_irecv pass no profiler handles, and
+ * ringway emits nothing without them). */
 static ncclResult_t h_profiler(void **eHandle, int type, void *pHandle, int64_t pluginId,
 			       void *extData)
 {
-	(void)eHandle, (void)pHandle, (void)pluginId, (void)extData;
+	if (h_prof_hook)
+		return h_prof_hook(eHandle, type, pHandle, pluginId, extData);
 	H_CHECK(0, "profiler callback called (type %d)", type);
 	return ncclSuccess;
 }
@@ -120,9 +126,11 @@ int h_init(void **ctx)
 		H_CASE(7, init(h_logger));
 		H_CASE(8, init(h_logger));
 		H_CASE(9, init(h_logger));
-		H_CASE(10, init(h_logger, h_profiler));
-		H_CASE(11, init(ctx, next_comm_id++, &c11, h_logger, h_profiler));
-		H_CASE(12, init(ctx, next_comm_id++, &c12, h_logger, h_profiler));
+		H_CASE(10, init(h_logger, h_prof_none ? NULL : h_profiler));
+		H_CASE(11,
+		       init(ctx, next_comm_id++, &c11, h_logger, h_prof_none ? NULL : h_profiler));
+		H_CASE(12,
+		       init(ctx, next_comm_id++, &c12, h_logger, h_prof_none ? NULL : h_profiler));
 	}
 	H_CHECK(0, "no version bound");
 	return -1;
@@ -437,5 +445,32 @@ int h_close_listen(void *lc)
 	switch (h_version) {
 		H_CASES_EVERY_VERSION(closeListen(lc));
 	}
+	return -1;
+}
+
+/* --- v10+: with profiler handles ----------------------------------------------------------- */
+
+int h_isend_ph(void *sc, void *data, size_t size, int tag, void *mh, void *phandle, void **req)
+{
+	switch (h_version) {
+		H_CASE(10, isend(sc, data, size, tag, mh, phandle, req));
+		H_CASES_V11_V12(isend(sc, data, size, tag, mh, phandle, req));
+	}
+	H_CHECK(0, "v%d has no profiler handles", h_version);
+	return -1;
+}
+
+int h_irecv_ph(void *rc, int n, void **data, const size_t *sizes, int *tags, void **mhs,
+	       void **phandles, void **req)
+{
+	size_t wide[64];
+
+	H_CHECK(n >= 0 && n <= 64, "harness: n=%d", n);
+	memcpy(wide, sizes, (size_t)n * sizeof(*sizes));
+	switch (h_version) {
+		H_CASE(10, irecv(rc, n, data, wide, tags, mhs, phandles, req));
+		H_CASES_V11_V12(irecv(rc, n, data, wide, tags, mhs, phandles, req));
+	}
+	H_CHECK(0, "v%d has no profiler handles", h_version);
 	return -1;
 }
