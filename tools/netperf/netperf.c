@@ -56,6 +56,30 @@ struct peer {
 
 static bool verbose;
 
+/*
+ * --profile: a stand-in profiler (what NCCL's callback and a profiler
+ * plugin do per event: hand out an event, close it), to measure the cost
+ * of ringway's network events.  Events started and stopped are counted.
+ */
+static bool profile;
+static char prof_phandle; /* the phandle of every isend/irecv */
+static struct {
+	unsigned long started, stopped;
+	char event; /* what *eHandle points to */
+} prof;
+
+static ncclResult_t np_profiler(void **eh, int type, void *ph, int64_t id, void *data)
+{
+	(void)ph, (void)id, (void)data;
+	if (type == ncclProfilerNetEventStart) {
+		*eh = &prof.event;
+		prof.started++;
+	} else if (*eh == &prof.event) {
+		prof.stopped++;
+	}
+	return ncclSuccess;
+}
+
 static void np_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
 		      const char *fmt, ...)
 {
@@ -84,6 +108,7 @@ static void usage(FILE *f)
 		   "      --fuse A,B,..  fuse these devices (makeVDevice) and use the virtual one\n"
 		   "      --no-baseline  skip the raw TCP comparison\n"
 		   "      --plugin PATH  plugin to load (default libnccl-net-ringway.so)\n"
+		   "      --profile      a stand-in profiler: network events for each transfer\n"
 		   "      --params       list every RINGWAY_* variable with its value and exit\n"
 		   "  -v, --verbose      show the plugin's INFO lines\n");
 }
@@ -112,6 +137,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"no-baseline", no_argument, NULL, 'B'},
 		{"plugin", required_argument, NULL, 'P'},
 		{"fuse", required_argument, NULL, 'F'},
+		{"profile", no_argument, NULL, 'Q'},
 		{"params", no_argument, NULL, 'R'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
@@ -185,6 +211,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			}
 			break;
 		}
+		case 'Q':
+			profile = true;
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
@@ -267,7 +296,8 @@ static int post_send(struct peer *p, void *data, size_t size, void **req)
 	double deadline = np_now_us() + WAIT_LIMIT_US;
 
 	do {
-		NCHECK(p->net->isend(p->send_comm, data, size, 0, p->send_mh, NULL, req));
+		NCHECK(p->net->isend(p->send_comm, data, size, 0, p->send_mh,
+				     profile ? &prof_phandle : NULL, req));
 	} while (!*req && np_now_us() < deadline);
 	return *req ? 0 : -ETIMEDOUT;
 }
@@ -276,10 +306,11 @@ static int post_recv(struct peer *p, void *data, size_t size, void **req)
 {
 	int tag = 0;
 	void *mh = p->recv_mh;
+	void *ph = profile ? &prof_phandle : NULL;
 	double deadline = np_now_us() + WAIT_LIMIT_US;
 
 	do {
-		NCHECK(p->net->irecv(p->recv_comm, 1, &data, &size, &tag, &mh, NULL, req));
+		NCHECK(p->net->irecv(p->recv_comm, 1, &data, &size, &tag, &mh, &ph, req));
 	} while (!*req && np_now_us() < deadline);
 	return *req ? 0 : -ETIMEDOUT;
 }
@@ -302,7 +333,7 @@ static int setup(struct peer *p, const struct opts *o, size_t bufsize)
 		fprintf(stderr, "ringway-netperf: no ncclNetPlugin_v11 in the plugin\n");
 		return -ENOENT;
 	}
-	NCHECK(p->net->init(&p->ctx, 0x52494e47, &config, np_logger, NULL));
+	NCHECK(p->net->init(&p->ctx, 0x52494e47, &config, np_logger, profile ? np_profiler : NULL));
 	NCHECK(p->net->devices(&ndev));
 	if (o->fuse.ndevs) { /* as NCCL_NET_FORCE_MERGE would */
 		ncclNetVDeviceProps_v11_t vp = o->fuse;
@@ -553,6 +584,9 @@ static int run(struct peer *p, const struct opts *o, const char *raw_host)
 	NCHECK(p->net->closeSend(p->send_comm));
 	NCHECK(p->net->closeRecv(p->recv_comm));
 	NCHECK(p->net->finalize(p->ctx));
+	if (profile && p->rank == 0)
+		printf("# profiler events: %lu started, %lu stopped (rank 0)\n", prof.started,
+		       prof.stopped);
 	return total_wrong ? -EIO : 0;
 }
 
