@@ -38,12 +38,12 @@ static_assert(sizeof(((struct rw_net_desc *)0)->peer) ==
 		      sizeof(((ringwayProfilerNetDescr_v1_t *)0)->peer),
 	      "peer strings differ");
 
-#define RW_IBV_WR_RDMA_WRITE_WITH_IMM 1 /* ibv_wr_opcode: ringway's data writes */
+#define RW_IBV_WR_RDMA_WRITE_WITH_IMM 1	  /* ibv_wr_opcode: ringway's data writes */
 #define RW_IBV_WC_RECV		      128 /* ibv_wc_opcode: a receive */
 
 struct rw_prof_slot {
-	const void *req; /* NULL: free */
-	int n;		 /* buffers of the request */
+	const void *req;  /* NULL: free */
+	int n;		  /* buffers of the request */
 	unsigned started; /* bit i: buffer i has an event */
 	void *eh[RW_NET_MAX_RECVS];
 };
@@ -112,8 +112,8 @@ static void call(struct rw_prof_comm *pr, void **eh, int type, void *phandle, in
 	if (rc != ncclSuccess && !pr->err_said) {
 		pr->err_said = true;
 		RW_WARN(RW_LOG_NET, "NET/%s: the profiler callback returned %d (%s event of %s)",
-			RW_PLUGIN_NAME, (int)rc, type == ncclProfilerNetEventStart ? "start" : "stop",
-			pr->tmpl.peer);
+			RW_PLUGIN_NAME, (int)rc,
+			type == ncclProfilerNetEventStart ? "start" : "stop", pr->tmpl.peer);
 	}
 }
 

@@ -289,7 +289,8 @@ static void events_child(void *arg)
 		check_rw_event(event_of(sph), &c, RINGWAY_PROFILER_SEND, sizes[i], H_TAG, 0);
 		check_rw_event(event_of(rph), &c, RINGWAY_PROFILER_RECV, CAP, H_TAG, 0);
 		/* the comm's transfer numbers; one connection id per comm */
-		H_CHECK(event_of(sph)->d.rw.seq == (uint64_t)i && event_of(rph)->d.rw.seq == (uint64_t)i,
+		H_CHECK(event_of(sph)->d.rw.seq == (uint64_t)i &&
+				event_of(rph)->d.rw.seq == (uint64_t)i,
 			"v%d: transfer %d has seq %llu / %llu", version, i,
 			(unsigned long long)event_of(sph)->d.rw.seq,
 			(unsigned long long)event_of(rph)->d.rw.seq);
@@ -297,13 +298,12 @@ static void events_child(void *arg)
 				event_of(rph)->d.rw.connId == event_of(&tokens[1])->d.rw.connId,
 			"v%d: the connection id changed within a comm", version);
 	}
-	H_CHECK(rec.nev == 2 * nsizes && rec.nstops == rec.nev, "v%d: %d events, %d stops",
-		version, rec.nev, rec.nstops);
+	H_CHECK(rec.nev == 2 * nsizes && rec.nstops == rec.nev, "v%d: %d events, %d stops", version,
+		rec.nev, rec.nstops);
 
 	/* No phandle: no event, on either side. */
 	transfer(&c, 100, H_TAG, NULL, NULL);
-	H_CHECK(rec.nev == 2 * nsizes, "v%d: a transfer without phandles started events",
-		version);
+	H_CHECK(rec.nev == 2 * nsizes, "v%d: a transfer without phandles started events", version);
 
 	/* A grouped receive: one event per buffer, its own phandle. */
 	if (p0.max_recvs >= 2) {
@@ -431,17 +431,19 @@ static void nccl_format_child(void *arg)
 				"ib: descr type");
 			H_CHECK(s->d.ib.qp.length == sizes[i] && r->d.ib.qp.length == CAP,
 				"ib: lengths %zu %zu", s->d.ib.qp.length, r->d.ib.qp.length);
-			H_CHECK(s->d.ib.qp.qpNum > 0 && s->d.ib.qp.device == H_DEV, "ib: qp %d dev %d",
-				s->d.ib.qp.qpNum, s->d.ib.qp.device);
+			H_CHECK(s->d.ib.qp.qpNum > 0 && s->d.ib.qp.device == H_DEV,
+				"ib: qp %d dev %d", s->d.ib.qp.qpNum, s->d.ib.qp.device);
 		} else {
-			H_CHECK(s->id == (int64_t)(NCCL_PROFILER_NET_TYPE_SOCK | 1) && s->id == r->id,
+			H_CHECK(s->id == (int64_t)(NCCL_PROFILER_NET_TYPE_SOCK | 1) &&
+					s->id == r->id,
 				"socket: plugin id %#llx", (unsigned long long)s->id);
 			H_CHECK(s->d.so.type == ncclProfileSocket, "socket: descr type");
 			H_CHECK(s->d.so.sock.op == NCCL_PROFILER_SOCKET_SEND &&
 					r->d.so.sock.op == NCCL_PROFILER_SOCKET_RECV,
 				"socket: ops %d %d", s->d.so.sock.op, r->d.so.sock.op);
 			H_CHECK(s->d.so.sock.length == sizes[i] && r->d.so.sock.length == CAP,
-				"socket: lengths %zu %zu", s->d.so.sock.length, r->d.so.sock.length);
+				"socket: lengths %zu %zu", s->d.so.sock.length,
+				r->d.so.sock.length);
 			H_CHECK(transport == RINGWAY_PROFILER_SOCKET ? s->d.so.sock.fd >= 0
 								     : s->d.so.sock.fd == -1,
 				"socket: fd %d", s->d.so.sock.fd);
