@@ -134,8 +134,11 @@ static int links_alloc(struct rw_coll_comm *c)
 {
 	int next = next_rank(c), prev = prev_rank(c), n;
 
-	int nmesh = rw_coll_p2p_npairs(c->nranks, c->algo);
+	int *peers = calloc((size_t)c->nranks, sizeof(*peers));
+	int nmesh = peers ? rw_coll_p2p_peers(c->nranks, c->rank, c->algo, peers) : 0;
 
+	if (!peers)
+		return -ENOMEM;
 	c->nps = 0;
 	c->ps_first = -1;
 	c->p2p_first = -1;
@@ -143,8 +146,10 @@ static int links_alloc(struct rw_coll_comm *c)
 		c->nps = c->rank == 0 ? c->nranks - 1 : 1;
 	c->nlinks = 2 * c->nchannels + 4 + 2 * c->nps + 2 * nmesh;
 	c->links = calloc((size_t)c->nlinks, sizeof(*c->links));
-	if (!c->links)
+	if (!c->links) {
+		free(peers);
 		return -ENOMEM;
+	}
 	for (int ch = 0; ch < c->nchannels; ch++) {
 		set_link(&c->links[rw_link_send(ch)], next, true, ch);
 		set_link(&c->links[rw_link_recv(ch)], prev, false, ch);
@@ -162,16 +167,16 @@ static int links_alloc(struct rw_coll_comm *c)
 		set_link(&c->links[n + 2 * i], peer, true, RW_LINK_PS);
 		set_link(&c->links[n + 2 * i + 1], peer, false, RW_LINK_PS);
 	}
-	/* the latency algorithms' mesh: a link pair per peer (small_op.c) */
+	/* the latency algorithms' links: a pair per peer (small_op.c) */
 	n += 2 * c->nps;
 	if (nmesh)
 		c->p2p_first = n;
+	c->np2p = nmesh;
 	for (int i = 0; i < nmesh; i++) {
-		int peer = i < c->rank ? i : i + 1;
-
-		set_link(&c->links[n + 2 * i], peer, true, RW_LINK_P2P);
-		set_link(&c->links[n + 2 * i + 1], peer, false, RW_LINK_P2P);
+		set_link(&c->links[n + 2 * i], peers[i], true, RW_LINK_P2P);
+		set_link(&c->links[n + 2 * i + 1], peers[i], false, RW_LINK_P2P);
 	}
+	free(peers);
 	return 0;
 }
 
@@ -328,6 +333,11 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 		"chunk %zu bytes, %s",
 		c->rank, c->nranks, c->nchannels, next_rank(c), c->names[next_rank(c)], c->pos,
 		c->chunk_bytes, rw_coll_algo_name(c->algo));
+	if (c->algo == RW_COLL_ALGO_DIRECT && c->nranks > RW_COLL_DIRECT_MAX)
+		RW_INFO(RW_LOG_INIT | RW_LOG_COLL,
+			"coll: RINGWAY_ALGO=direct: %d ranks are more than %d (a link to every "
+			"peer); recursive doubling runs instead",
+			c->nranks, RW_COLL_DIRECT_MAX);
 	*out = c;
 	return 0;
 

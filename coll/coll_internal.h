@@ -39,12 +39,13 @@
 #define RW_LINK_CTRL_FWD 0x10000
 #define RW_LINK_CTRL_BWD 0x10001
 #define RW_LINK_PS	 0x10002
-#define RW_LINK_P2P	 0x10003 /* the latency algorithms' mesh (3+ ranks) */
+#define RW_LINK_P2P	 0x10003 /* the latency algorithms' links (3+ ranks) */
 
-/* The mesh of the latency algorithms is made for at most this many ranks
- * (a link pair per peer); above, auto keeps the ring and rd/direct fall
- * back to it. */
-#define RW_COLL_MESH_MAX 16
+/* Up to this many ranks the latency algorithms' links reach every peer and
+ * direct exchange runs; above, only recursive doubling's partners are
+ * linked (log2(P), plus the fold partner): auto picks rd or the ring and a
+ * forced direct runs as rd. */
+#define RW_COLL_DIRECT_MAX 8
 
 /** A registered little buffer for hellos, tokens and failure notices:
  *  received messages land at 0; a sender keeps a notice at 32, a mismatch
@@ -215,7 +216,8 @@ struct rw_coll_comm {
 	struct rw_coll_stage *stage;	/**< per channel */
 	struct rw_coll_stage *ps_stage; /**< per ps recv link, or NULL */
 	int nps;			/**< ps link pairs */
-	int p2p_first;			/**< index of the first mesh link, or -1 */
+	int p2p_first;			/**< index of the first p2p link, or -1 */
+	int np2p;			/**< p2p link pairs (peers) */
 	struct rw_coll_small *small;	/**< small_op.c's staging, or NULL */
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
 	struct rw_coll_stats stats;
@@ -256,8 +258,14 @@ int rw_coll_p2p_send_link(const struct rw_coll_comm *c, int peer);
 int rw_coll_p2p_recv_link(const struct rw_coll_comm *c, int peer);
 /** Does the comm have links for the latency algorithms? */
 bool rw_coll_has_p2p(const struct rw_coll_comm *c);
-/** Mesh link pairs links_alloc() adds for algo (0 if none). */
-int rw_coll_p2p_npairs(int nranks, enum rw_coll_algo algo);
+/**
+ * The peers rank links to for the latency algorithms under algo, ascending,
+ * into peers (nranks entries): every other rank up to RW_COLL_DIRECT_MAX
+ * ranks, else recursive doubling's partners only (r xor 2^k, and the fold
+ * partner r +- p2).  The relation is symmetric.  0 with 2 ranks (channel 0's
+ * links serve) or when algo needs none.
+ */
+int rw_coll_p2p_peers(int nranks, int rank, enum rw_coll_algo algo, int *peers);
 /** Free the latency staging (before the links close). */
 void rw_coll_small_free(struct rw_coll_comm *c);
 

@@ -36,7 +36,7 @@
 #include "common/rw_log.h"
 
 #define SIG_BYTES sizeof(struct rw_coll_sig)
-#define MAX_MSGS  (2 * RW_COLL_MESH_MAX) /* sends or receives of one rank */
+#define MAX_MSGS  64 /* sends or receives of one rank: direct P-1, rd log2(P)+1 */
 
 /* One message of this rank's schedule. */
 struct msg {
@@ -66,13 +66,40 @@ static struct small_state *state_of(const struct rw_coll_req *r)
 
 /* --- links and staging ------------------------------------------------------- */
 
-int rw_coll_p2p_npairs(int nranks, enum rw_coll_algo algo)
+int rw_coll_p2p_peers(int nranks, int rank, enum rw_coll_algo algo, int *peers)
 {
-	if (nranks < 3 || nranks > RW_COLL_MESH_MAX)
+	int n = 0, p2 = 1;
+
+	if (nranks < 3 || rank < 0 || rank >= nranks)
 		return 0; /* 2 ranks: channel 0's links */
 	if (algo != RW_COLL_ALGO_AUTO && algo != RW_COLL_ALGO_RD && algo != RW_COLL_ALGO_DIRECT)
 		return 0;
-	return nranks - 1;
+	if (nranks <= RW_COLL_DIRECT_MAX) {
+		for (int q = 0; q < nranks; q++)
+			if (q != rank)
+				peers[n++] = q;
+		return n;
+	}
+	while (p2 <= nranks / 2)
+		p2 *= 2;
+	if (rank >= p2) {
+		peers[n++] = rank - p2; /* folds into it */
+		return n;
+	}
+	/* the xor partners ascend with k once sorted by value; the fold
+	 * partner (above p2) is the largest */
+	for (int k = 1; k < p2; k *= 2)
+		peers[n++] = rank ^ k;
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && peers[j - 1] > peers[j]; j--) {
+			int t = peers[j];
+
+			peers[j] = peers[j - 1];
+			peers[j - 1] = t;
+		}
+	if (rank < nranks - p2)
+		peers[n++] = rank + p2;
+	return n;
 }
 
 bool rw_coll_has_p2p(const struct rw_coll_comm *c)
@@ -84,9 +111,10 @@ int rw_coll_p2p_send_link(const struct rw_coll_comm *c, int peer)
 {
 	if (c->nranks == 2)
 		return rw_link_send(0);
-	if (c->p2p_first < 0 || peer == c->rank)
-		return -1;
-	return c->p2p_first + 2 * (peer < c->rank ? peer : peer - 1);
+	for (int i = 0; c->p2p_first >= 0 && i < c->np2p; i++)
+		if (c->links[c->p2p_first + 2 * i].peer == peer)
+			return c->p2p_first + 2 * i;
+	return -1;
 }
 
 int rw_coll_p2p_recv_link(const struct rw_coll_comm *c, int peer)
@@ -117,7 +145,7 @@ static int slots_needed(int nranks)
 
 	while ((2 << rounds) <= nranks)
 		rounds++;
-	return RW_MAX(nranks - 1, rounds + 2);
+	return nranks <= RW_COLL_DIRECT_MAX ? RW_MAX(nranks - 1, rounds + 2) : rounds + 2;
 }
 
 /* Staging with slots of at least stride bytes, registered on every link of
@@ -190,7 +218,7 @@ static int small_init(struct rw_coll_req *r, bool rd)
 	struct small_state *st;
 	int me = c->rank, p = c->nranks;
 
-	if (!rw_coll_has_p2p(c) || p < 2 || p > RW_COLL_MESH_MAX)
+	if (!rw_coll_has_p2p(c) || p < 2 || (!rd && p > RW_COLL_DIRECT_MAX))
 		return -EINVAL; /* tune.c never picks it then */
 	st = calloc(1, sizeof(*st));
 	if (!st)
@@ -388,7 +416,7 @@ static int direct_step(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct small_state *st = state_of(r);
-	const void *srcs[RW_COLL_MESH_MAX];
+	const void *srcs[RW_COLL_DIRECT_MAX];
 	int rc;
 
 	for (int i = 0; i < st->nrecv; i++) {

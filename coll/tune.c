@@ -26,6 +26,7 @@
  * Every rank computes the same choice from the same inputs; ranks must be
  * given the same RINGWAY_* settings (as they must for the ring anyway).
  */
+#include <limits.h>
 #include <string.h>
 
 #include "coll/coll_internal.h"
@@ -61,12 +62,12 @@ static const struct lat_row {
 		{2, 64 << 10, 0}, /* 2 ranks: rd and direct are the same one exchange */
 		{3, 16 << 10, 0},
 		{4, 0, 128 << 10},
-		{RW_COLL_MESH_MAX, 0, 16 << 10},
+		{INT_MAX, 0, 16 << 10},
 },
   lat_net[] = {
 	  {2, 256 << 10, 0},
 	  {4, 0, 1 << 20},
-	  {RW_COLL_MESH_MAX, 0, 128 << 10},
+	  {INT_MAX, 0, 128 << 10},
 };
 
 /*
@@ -126,7 +127,7 @@ static enum rw_coll_algo lat_choice(const struct rw_coll_comm *c, size_t bytes)
 
 		if (c->nranks > row->max_ranks)
 			continue;
-		if (row->direct_max && bytes <= row->direct_max)
+		if (row->direct_max && bytes <= row->direct_max && c->nranks <= RW_COLL_DIRECT_MAX)
 			return RW_COLL_ALGO_DIRECT;
 		if (row->rd_max && bytes <= row->rd_max)
 			return RW_COLL_ALGO_RD;
@@ -149,6 +150,8 @@ void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t
 		algo = rw_coll_has_p2p(c) ? lat_choice(c, bytes) : RW_COLL_ALGO_RING;
 	else if ((algo == RW_COLL_ALGO_RD || algo == RW_COLL_ALGO_DIRECT) && !rw_coll_has_p2p(c))
 		algo = RW_COLL_ALGO_RING;
+	else if (algo == RW_COLL_ALGO_DIRECT && c->nranks > RW_COLL_DIRECT_MAX)
+		algo = RW_COLL_ALGO_RD; /* linked to rd's partners only */
 	while (bytes > row->max_bytes)
 		row++;
 	*out = (struct rw_coll_choice){
