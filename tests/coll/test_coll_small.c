@@ -10,7 +10,10 @@
  *    floats), equal to the reduction order the algorithm documents;
  *  - auto at the sizes where its choice changes (one element either side);
  *  - a 4 KiB ring allreduce runs on one channel unless RINGWAY_NCHANNELS is
- *    set, and RINGWAY_ALGO=ring wins over the table.
+ *    set, and RINGWAY_ALGO=ring wins over the table;
+ *  - the extra links are bounded: every peer up to 8 ranks, else recursive
+ *    doubling's partners only (log2(P) + 1 at most), checked for up to
+ *    5000 ranks and end to end on 9 ranks (where direct runs as rd).
  * (Failures of these algorithms: tests/coll/test_coll_fail.c.)
  */
 #include "support/rw_test.h"
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll_internal.h"
 #include "coll/rw_coll.h"
 #include "coll_test.h"
 #include "common/rw_common.h"
@@ -409,6 +413,102 @@ static void four_kib_takes_one_channel_unless_set(void **state)
 	assert_int_equal(coll_fork(3, set, four_kib_ring, &four, 60), 0);
 }
 
+/* --- the latency algorithms' links are bounded -------------------------------- */
+
+static int log2_floor(int p)
+{
+	int l = 0;
+
+	while ((2 << l) <= p)
+		l++;
+	return l;
+}
+
+static void links_are_bounded(void **state)
+{
+	int *peers = calloc(8192, sizeof(int)), *back = calloc(8192, sizeof(int));
+
+	(void)state;
+	assert_non_null(peers);
+	assert_non_null(back);
+	assert_int_equal(rw_coll_p2p_peers(2, 0, RW_COLL_ALGO_AUTO, peers), 0);
+	assert_int_equal(rw_coll_p2p_peers(5, 0, RW_COLL_ALGO_RING, peers), 0);
+	assert_int_equal(rw_coll_p2p_peers(5, 0, RW_COLL_ALGO_PS, peers), 0);
+	for (int p = 3; p <= 5000; p += p < 40 ? 1 : 97) {
+		int p2 = 1 << log2_floor(p);
+
+		for (int r = 0; r < p; r += p < 100 ? 1 : 13) {
+			int n = rw_coll_p2p_peers(p, r, RW_COLL_ALGO_AUTO, peers);
+
+			if (p <= RW_COLL_DIRECT_MAX) {
+				assert_int_equal(n, p - 1); /* every peer */
+			} else {
+				/* rd's partners: xor below p2, the fold partner */
+				assert_true(n >= 1 && n <= log2_floor(p) + 1);
+				for (int k = 1; r < p2 && k < p2; k *= 2) {
+					bool found = false;
+
+					for (int i = 0; i < n; i++)
+						found |= peers[i] == (r ^ k);
+					assert_true(found);
+				}
+				if (r >= p2)
+					assert_true(n == 1 && peers[0] == r - p2);
+			}
+			for (int i = 0; i < n; i++) {
+				int m;
+				bool mutual = false;
+
+				assert_true(peers[i] >= 0 && peers[i] < p && peers[i] != r);
+				assert_true(i == 0 || peers[i - 1] < peers[i]); /* ascending */
+				m = rw_coll_p2p_peers(p, peers[i], RW_COLL_ALGO_RD, back);
+				for (int j = 0; j < m; j++)
+					mutual |= back[j] == r;
+				assert_true(mutual);
+			}
+		}
+	}
+	free(peers);
+	free(back);
+}
+
+/* 9 ranks: rd (auto or a forced direct) over its partners' links only. */
+static int nine(struct rw_comm *w, int rank, int p, void *arg)
+{
+	static const size_t counts[] = {0, 1, 8, 9, 1001};
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_choice ch;
+	uint64_t seed = 900;
+	int bad = 0;
+
+	(void)arg;
+	if (c->np2p > log2_floor(p) + 1) {
+		fprintf(stderr, "rank %d of %d: %d extra link pairs\n", rank, p, c->np2p);
+		return 1;
+	}
+	for (int dt = RW_DTYPE_INT32; dt <= RW_DTYPE_BFLOAT16; dt++) {
+		for (int op = 0; op < RW_OP_COUNT; op++) {
+			for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
+				bad += allreduce_checked(c, rank, p, counts[i], dt, op, i & 1,
+							 seed++, &ch);
+				bad += ch.algo != RW_COLL_ALGO_RD;
+			}
+		}
+	}
+	return bad;
+}
+
+static void nine_ranks_link_only_rd_partners(void **state)
+{
+	static const char *const autos[] = {"RINGWAY_TRANSPORT", "shm", NULL};
+	static const char *const direct[] = {"RINGWAY_TRANSPORT", "shm", "RINGWAY_ALGO", "direct",
+					     NULL};
+
+	(void)state;
+	assert_int_equal(coll_fork(9, autos, nine, NULL, 120), 0);
+	assert_int_equal(coll_fork(9, direct, nine, NULL, 120), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +524,9 @@ int main(void)
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(four_kib_takes_one_channel_unless_set,
 						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test(links_are_bounded),
+		cmocka_unit_test_setup_teardown(nine_ranks_link_only_rd_partners, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 
 	rw_test_log_install();
