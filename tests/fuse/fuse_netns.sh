@@ -6,7 +6,9 @@
 # ringway-netperf between them through the plugin's v11 table with
 # --fuse 0,1 (makeVDevice, then every transfer on the virtual device).
 #   1. every byte right at sizes 1 B .. 16 MiB, both NICs moved > 8 MiB each;
-#   2. fa1 taken down mid-transfer: both ranks fail within the wait bound
+#   2. makeVDevice refusing bad input through the plugin's table, naming
+#      the value (a device twice, out of range);
+#   3. fa1 taken down mid-transfer: both ranks fail within the wait bound
 #      (RINGWAY_TIMEOUT_MS=3000 here), one of them naming fa1.
 # Root only: elsewhere it says why and exits 77 (a CTest skip).
 #
@@ -56,7 +58,20 @@ echo "# bytes through host 0's NICs: fa0 $d0, fa1 $d1"
 ((d0 > 8 << 20)) || bad "data: fa0 moved only $d0 bytes"
 ((d1 > 8 << 20)) || bad "data: fa1 moved only $d1 bytes"
 
-# 2. fa1 fails mid-transfer
+# 2. bad makeVDevice input through the plugin: an error (NCCL then does not
+#    fuse) and a WARN naming the value
+for bad in "0,0:device 0 is listed twice" "0,7:device 7 is out of range"; do
+	if mh_exec 0 host0 env RINGWAY_TRANSPORT=socket RINGWAY_SOCKET_IFNAME==fa0,fa1 \
+		"$netperf" --plugin "$plugin" --local --no-baseline --fuse "${bad%%:*}" -b 8 -e 8 \
+		>"$work/bad.out" 2>"$work/bad.err"; then
+		bad "makeVDevice accepted --fuse ${bad%%:*}"
+	fi
+	grep -q "${bad#*:}" "$work/bad.err" || bad "--fuse ${bad%%:*}: no '${bad#*:}' in: $(head -c 300 "$work/bad.err")"
+	grep -q "makeVDevice.*failed: ncclResult" "$work/bad.err" ||
+		bad "--fuse ${bad%%:*}: makeVDevice did not fail"
+done
+
+# 3. fa1 fails mid-transfer
 port=29710
 rank down 0 --server -b 64M -e 64M -n 1000 -w 0
 s=$!
