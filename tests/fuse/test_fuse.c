@@ -118,7 +118,8 @@ static int messages(struct pair *p, size_t size, uint64_t limit_ms)
 	char *sb[NMSG], *rb[NMSG];
 	struct rw_net_mr *smr[NMSG], *rmr[NMSG];
 	struct rw_net_req *sr[NMSG] = {0}, *rr[NMSG] = {0};
-	int sdone[NMSG] = {0}, rdone[NMSG] = {0}, rc = 0, left = 2 * NMSG;
+	int sdone[NMSG] = {0}, rdone[NMSG] = {0}, rc = 0, left = 2 * NMSG, next_send = 0,
+	    next_recv = 0;
 	size_t got[NMSG] = {0};
 	uint64_t deadline = rw_now_ms() + limit_ms;
 
@@ -135,10 +136,15 @@ static int messages(struct pair *p, size_t size, uint64_t limit_ms)
 			size_t cap = size + 1; /* a buffer larger than the message */
 			void *d = rb[i];
 
-			if (!rr[i] && !rdone[i])
+			if (i == next_recv && !rr[i] && !rdone[i]) {
 				rc = rw_net_irecv(p->r, 1, &d, &cap, &tag, &rmr[i], &rr[i]);
-			if (!rc && rr[i] && !sr[i] && !sdone[i])
+				next_recv += rr[i] != NULL;
+			}
+			/* sends are matched in order, as receives are posted */
+			if (!rc && i == next_send && rr[i] && !sr[i] && !sdone[i]) {
 				rc = rw_net_isend(p->s, sb[i], size, tag, smr[i], &sr[i]);
+				next_send += sr[i] != NULL;
+			}
 			if (!rc && sr[i]) {
 				rc = rw_net_test(sr[i], &done, NULL);
 				if (rc || done) {

@@ -191,45 +191,75 @@ static int recv_header(struct rw_fuse_comm *c, struct fuse_req *m, const size_t 
 	return 0;
 }
 
-/* Test every member request once. */
+/* The oldest member request on connection j, or NULL. */
+static struct fuse_sreq *oldest(struct rw_fuse_comm *c, int j)
+{
+	struct fuse_sreq *o = NULL;
+
+	for (int i = 0; i < FUSE_MAX_SREQS; i++) {
+		struct fuse_sreq *s = &c->sreqs[i];
+
+		if (s->r && s->sub == j && (!o || s->id < o->id))
+			o = s;
+	}
+	return o;
+}
+
+/* One member request completed: account for it. */
+static int sreq_done(struct rw_fuse_comm *c, struct fuse_sreq *s, const size_t *got)
+{
+	int rc;
+
+	s->r = NULL;
+	c->moved_ms = rw_now_ms();
+	switch (s->kind) {
+	case FUSE_SR_GROUP:
+		rc = recv_header(c, s->msg, got);
+		if (rc)
+			return rc;
+		break;
+	case FUSE_SR_PIECE:
+		if (!c->send && got[0] != s->len)
+			return comm_fail(c, s->sub, -EPROTO, "a piece of the wrong size");
+		c->sub[s->sub].inflight--;
+		c->sub[s->sub].bytes += s->len;
+		c->sub[s->sub].pieces++;
+		break;
+	case FUSE_SR_HDR:
+	case FUSE_SR_FLUSH:
+		break;
+	}
+	s->msg->done++;
+	if (s->msg->need > 0 && s->msg->done == s->msg->need)
+		s->msg->complete = true;
+	return 0;
+}
+
+/*
+ * Test each connection's member requests oldest first, up to the first
+ * that is not done: requests on one connection complete in order as a rule,
+ * and a member transport's test may yield the CPU when nothing is ready, so
+ * one such test per connection and pass is enough.
+ */
 static int test_sreqs(struct rw_fuse_comm *c)
 {
-	for (int i = 0; i < FUSE_MAX_SREQS && !c->failed; i++) {
-		struct fuse_sreq *s = &c->sreqs[i];
-		size_t got[2] = {0, 0};
-		int done = 0, rc;
+	for (int j = 0; j < c->nsubs && !c->failed; j++) {
+		struct fuse_sreq *s;
 
-		if (!s->r)
-			continue;
-		rc = rw_net_test(s->r, &done, got);
-		if (rc) {
-			s->r = NULL;
-			return comm_fail(c, s->sub, rc, "test");
-		}
-		if (!done)
-			continue;
-		s->r = NULL;
-		c->moved_ms = rw_now_ms();
-		switch (s->kind) {
-		case FUSE_SR_GROUP:
-			rc = recv_header(c, s->msg, got);
+		while ((s = oldest(c, j)) != NULL) {
+			size_t got[2] = {0, 0};
+			int done = 0, rc = rw_net_test(s->r, &done, got);
+
+			if (rc) {
+				s->r = NULL;
+				return comm_fail(c, s->sub, rc, "test");
+			}
+			if (!done)
+				break;
+			rc = sreq_done(c, s, got);
 			if (rc)
 				return rc;
-			break;
-		case FUSE_SR_PIECE:
-			if (!c->send && got[0] != s->len)
-				return comm_fail(c, s->sub, -EPROTO, "a piece of the wrong size");
-			c->sub[s->sub].inflight--;
-			c->sub[s->sub].bytes += s->len;
-			c->sub[s->sub].pieces++;
-			break;
-		case FUSE_SR_HDR:
-		case FUSE_SR_FLUSH:
-			break;
 		}
-		s->msg->done++;
-		if (s->msg->need > 0 && s->msg->done == s->msg->need)
-			s->msg->complete = true;
 	}
 	return c->failed;
 }

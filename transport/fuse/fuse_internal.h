@@ -102,6 +102,7 @@ struct fuse_sreq {
 	int piece;
 	size_t len;
 	enum fuse_sreq_kind kind;
+	uint64_t id; /* order of posting: each connection's oldest is tested first */
 };
 
 enum fuse_req_kind { FUSE_REQ_SEND = 1, FUSE_REQ_RECV, FUSE_REQ_FLUSH };
