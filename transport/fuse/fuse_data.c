@@ -140,7 +140,8 @@ static struct fuse_sreq *sreq_add(struct rw_fuse_comm *c, struct rw_net_req *r,
 						.sub = sub,
 						.piece = piece,
 						.len = len,
-						.kind = kind};
+						.kind = kind,
+						.id = ++c->sreq_ids};
 			return s;
 		}
 	}

@@ -145,6 +145,7 @@ struct rw_fuse_comm {
 	uint64_t moved_ms;	  /* last time anything moved */
 	uint32_t seq;		  /* messages taken (send) or posted (receive) */
 	unsigned turn;		  /* receive: where ties between data connections start */
+	uint64_t sreq_ids;	  /* member requests posted so far */
 	struct rw_fuse_hdr *ctrl; /* FUSE_MAX_REQS headers, registered on the control connection */
 	struct rw_net_mr *ctrl_mr;
 	struct fuse_req reqs[FUSE_MAX_REQS];
