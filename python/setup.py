@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: Apache-2.0
+"""ringway_torch: ringway as a torch.distributed backend.
+
+    pip install --no-build-isolation ./python    # against the torch installed here
+
+The C++ extension is built against the installed torch and libringway:
+LIBRINGWAY_DIR (a folder holding libringway.so.0, e.g. build/coll), else the
+repository's build/coll, else pkg-config's ringway.  libringway.so.0 is copied
+next to the extension (found through $ORIGIN), so the installed package needs
+nothing else.
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def _import_torch():
+    """torch from this interpreter's own site-packages, also inside pip's
+    isolated build environment (which hides them)."""
+    try:
+        import torch  # noqa: F401
+        return
+    except ImportError:
+        pass
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE")}
+    out = subprocess.run(
+        [sys.executable, "-S", "-c",
+         "import site, sys; site.main(); import torch, os; "
+         "print(os.path.dirname(os.path.dirname(torch.__file__)))"],
+        env=env, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        sys.exit("ringway_torch: torch is not installed for " + sys.executable +
+                 " (scripts/install-deps.sh torch makes a venv with it)")
+    sys.path.append(out.stdout.strip().splitlines()[-1])
+
+
+def _libringway():
+    """(include dir, lib dir) of libringway."""
+    cands = []
+    if os.environ.get("LIBRINGWAY_DIR"):
+        cands.append(os.environ["LIBRINGWAY_DIR"])
+    cands.append(os.path.join(REPO, "build", "coll"))
+    try:
+        libdir = subprocess.run(["pkg-config", "--variable=libdir", "ringway"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        cands.append(libdir)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    for d in cands:
+        if glob.glob(os.path.join(d, "libringway.so.*")):
+            inc = os.path.join(REPO, "include")
+            if not os.path.exists(os.path.join(inc, "ringway.h")):
+                inc = os.path.join(os.path.dirname(d), "include")
+            return inc, os.path.abspath(d)
+    sys.exit("ringway_torch: libringway.so not found in " + ", ".join(cands) +
+             " (build it: make build, or set LIBRINGWAY_DIR)")
+
+
+_import_torch()
+from setuptools import setup  # noqa: E402
+from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
+
+INC, LIBDIR = _libringway()
+
+
+class Build(BuildExtension):
+    """Build the extension, then put libringway.so.0 beside it."""
+
+    def run(self):
+        super().run()
+        soname = "libringway.so.0"
+        real = os.path.realpath(os.path.join(LIBDIR, soname))
+        for ext in self.extensions:
+            dst = os.path.dirname(self.get_ext_fullpath(ext.name))
+            shutil.copyfile(real, os.path.join(dst, soname))
+
+
+setup(
+    name="ringway_torch",
+    version="0.1.0",
+    description="ringway's ring allreduce engine as a torch.distributed backend",
+    packages=["ringway_torch"],
+    ext_modules=[
+        CppExtension(
+            "ringway_torch._C",
+            ["ringway_torch/csrc/backend.cpp"],
+            include_dirs=[INC],
+            library_dirs=[LIBDIR],
+            libraries=[":libringway.so.0"],
+            extra_compile_args=["-O2"],
+            extra_link_args=["-Wl,-rpath,$ORIGIN"],
+        )
+    ],
+    cmdclass={"build_ext": Build},
+    python_requires=">=3.9",
+)
