@@ -3,7 +3,10 @@
 # $(BUILD); CMAKE_FLAGS passes options through (see CMakeLists.txt).
 #
 #   make demo      install missing packages, build, run the main job
-#   make test      install missing packages, build, run every test (ctest)
+#   make test      install missing packages, build, run every test (ctest);
+#                  also torch in a cached venv (install-deps.sh torch) for
+#                  ringway_torch's tests (skipped, saying so, if it cannot be)
+#   make torch     build python/ringway_torch into the venv (pip install)
 #   make bench     the performance comparisons of bench/ (prints figures)
 #   make install   PREFIX=/usr/local (libraries, tools, header, pkg-config)
 #   make format    rewrite every C file as .clang-format says (CI checks it)
@@ -23,12 +26,16 @@ FUZZ_SECONDS ?= 60
 NCCL_WHEEL_CACHE ?= $(HOME)/.cache/ringway/nccl-wheels
 NCCL_WHEEL_VERSION ?= 2.32.3
 
-.PHONY: all deps build demo test test-nccl-versions bench fuzz format install clean
+.PHONY: all deps deps-torch build demo test test-nccl-versions torch bench fuzz format install clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+deps-torch:
+	@scripts/install-deps.sh torch || \
+	  echo "ringway: torch could not be installed: the torch tests will be skipped"
 
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_FLAGS)
@@ -37,7 +44,7 @@ build: deps
 demo: build
 	@scripts/demo.sh $(BUILD)
 
-test: build
+test: deps-torch build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 test-nccl-versions: build
@@ -45,6 +52,10 @@ test-nccl-versions: build
 	cmake -S . -B $(BUILD) -DRINGWAY_NCCL_WHEEL_CACHE=$(NCCL_WHEEL_CACHE) \
 	  -DRINGWAY_NCCL_WHEEL_VERSION=$(NCCL_WHEEL_VERSION)
 	cd $(BUILD) && ctest --output-on-failure -L nccl_versions
+
+torch: deps-torch build
+	LIBRINGWAY_DIR=$(CURDIR)/$(BUILD)/coll $${TORCH_VENV:-$${XDG_CACHE_HOME:-$$HOME/.cache}/ringway/venv}/bin/pip \
+	  install --no-build-isolation ./python
 
 bench: build
 	@scripts/install-deps.sh bench

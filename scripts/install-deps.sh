@@ -5,6 +5,9 @@
 #   install-deps.sh bench    also the comparison tools used by bench/
 #   install-deps.sh fuzz     also clang and its libFuzzer runtime (make fuzz)
 #   install-deps.sh lint     also clang-format (scripts/check-format.sh, CI)
+#   install-deps.sh torch    also PyPI's torch in a cached venv (ringway_torch,
+#                            tests/python): $TORCH_VENV, default
+#                            ~/.cache/ringway/venv; made once, reused after
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 
@@ -21,6 +24,14 @@ fi
 if [[ ${1:-} == lint ]]; then
   pkgs+=(clang-format)
 fi
+if [[ ${1:-} == torch ]]; then
+  # A C++ compiler for the extension; python3-venv/-dev only where python3
+  # is Debian's (a python3 of its own, e.g. pyenv's, has both).
+  pkgs+=(g++)
+  if [[ $(command -v python3 || true) == /usr/bin/python3 ]]; then
+    pkgs+=(python3-venv python3-dev)
+  fi
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -28,7 +39,30 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
-((${#missing[@]} == 0)) && exit 0
+# The torch venv: outside the clone (several GB; kept between runs and
+# clones), made once.  TORCH_VERSION pins the wheel (PyPI's, with its CUDA
+# dependencies: about 5.4 GB, 1.5 min here).
+torch_venv() {
+  local venv=${TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ringway/venv}
+  local want=${TORCH_VERSION:-2.15.0}
+  if "$venv/bin/python" -c 'import torch' >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "ringway: installing torch $want into $venv (once; reused after)"
+  local t0=$SECONDS
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --upgrade pip setuptools wheel
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "torch==$want" numpy
+  "$venv/bin/python" -c 'import torch; print("ringway: torch", torch.__version__, "in", torch.__file__)'
+  echo "ringway: torch installed in $((SECONDS - t0)) s"
+}
+
+if ((${#missing[@]} == 0)); then
+  [[ ${1:-} == torch ]] && torch_venv
+  exit 0
+fi
 
 cmd="apt-get install -y --no-install-recommends ${missing[*]}"
 if [[ $(id -u) -ne 0 ]]; then
@@ -40,3 +74,5 @@ echo "ringway: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 $cmd
+[[ ${1:-} == torch ]] && torch_venv
+exit 0
