@@ -28,9 +28,9 @@
  * wire: every rank runs the same build. */
 struct id_wire {
 	uint32_t magic, version;
-	uint64_t token;		       /* finds the listener in the maker's table */
-	int32_t pid;		       /* the maker, for messages */
-	char key[KEY_HEX + 1];	       /* the job secret, hex */
+	uint64_t token;		      /* finds the listener in the maker's table */
+	int32_t pid;		      /* the maker, for messages */
+	char key[KEY_HEX + 1];	      /* the job secret, hex */
 	char addr[RW_TCP_ADDRSTRLEN]; /* "host:port" or "[v6]:port" */
 };
 
@@ -117,7 +117,8 @@ int rw_world_id_make(const struct rw_config *cfg, rw_unique_id_t *id)
 			    sizeof(found));
 	if (rc || n == 0) {
 		RW_WARN(RW_LOG_INIT,
-			"rw_get_unique_id: no interface to be reached at (RINGWAY_SOCKET_IFNAME='%s', "
+			"rw_get_unique_id: no interface to be reached at "
+			"(RINGWAY_SOCKET_IFNAME='%s', "
 			"interfaces with an address: %s)%s%s",
 			cfg->socket_ifname, found[0] ? found : "none", rc ? ": " : "",
 			rc ? strerror(-rc) : "");
@@ -162,7 +163,8 @@ int rw_world_id_root(const rw_unique_id_t *id, int rank, char *root, size_t len,
 	if (w.magic != ID_MAGIC || w.version != ID_VERSION || strlen(w.key) != KEY_HEX ||
 	    !w.addr[0]) {
 		RW_WARN(RW_LOG_INIT,
-			"rw_comm_init_id: rank %d: the id is not one rw_get_unique_id() made (magic "
+			"rw_comm_init_id: rank %d: the id is not one rw_get_unique_id() made "
+			"(magic "
 			"0x%x, version %u)",
 			rank, w.magic, w.version);
 		rc = -EINVAL;
@@ -172,7 +174,8 @@ int rw_world_id_root(const rw_unique_id_t *id, int rank, char *root, size_t len,
 		*listen_fd = take(w.token);
 		if (*listen_fd < 0) {
 			RW_WARN(RW_LOG_INIT,
-				"rw_comm_init_id: rank 0: the id (rendezvous %s, made by pid %d) has "
+				"rw_comm_init_id: rank 0: the id (rendezvous %s, made by pid %d) "
+				"has "
 				"no listener in this process (pid %d): rank 0 must be the process "
 				"whose rw_get_unique_id() made it, and each id serves one "
 				"communicator",

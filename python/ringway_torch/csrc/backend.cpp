@@ -27,12 +27,14 @@
 
 #include "ringway.h"
 
-namespace ringway_torch {
+namespace ringway_torch
+{
 
 using c10d::OpType;
 using std::chrono::milliseconds;
 
-namespace {
+namespace
+{
 
 // The element type ringway reduces a tensor's scalars as; nullopt when it
 // has none (the caller converts, or refuses).
@@ -137,8 +139,9 @@ Operand operand(const at::Tensor &t, const char *call, std::optional<rw_op_t> op
 	TORCH_CHECK(t.device().is_cpu() || t.device().is_cuda(), "ringway: ", call,
 		    ": tensors on cpu or cuda only (got ", t.device(), ")");
 	if (at::isComplexType(t.scalar_type())) {
-		TORCH_CHECK_NOT_IMPLEMENTED(!op || *op == RW_SUM || *op == RW_AVG, "ringway: ",
-					    call, ": complex tensors reduce with SUM or AVG only");
+		TORCH_CHECK_NOT_IMPLEMENTED(!op || *op == RW_SUM || *op == RW_AVG,
+					    "ringway: ", call,
+					    ": complex tensors reduce with SUM or AVG only");
 		x = at::view_as_real(t.is_contiguous() ? t : t.contiguous());
 		o.back = !t.is_contiguous();
 	}
@@ -148,14 +151,15 @@ Operand operand(const at::Tensor &t, const char *call, std::optional<rw_op_t> op
 		o.back = true;
 		dt = RW_INT32;
 	} else if (!dt && x.scalar_type() == at::kBool) {
-		TORCH_CHECK_NOT_IMPLEMENTED(!op || *op == RW_MIN || *op == RW_MAX, "ringway: ",
-					    call, ": bool tensors reduce with MIN or MAX only");
+		TORCH_CHECK_NOT_IMPLEMENTED(!op || *op == RW_MIN || *op == RW_MAX,
+					    "ringway: ", call,
+					    ": bool tensors reduce with MIN or MAX only");
 		x = x.to(at::kByte);
 		o.back = true;
 		dt = RW_UINT8;
 	}
-	TORCH_CHECK_NOT_IMPLEMENTED(dt.has_value(), "ringway: ", call, ": dtype ",
-				    t.scalar_type(), " is not supported");
+	TORCH_CHECK_NOT_IMPLEMENTED(dt.has_value(), "ringway: ", call, ": dtype ", t.scalar_type(),
+				    " is not supported");
 	if (!x.is_contiguous()) {
 		x = x.contiguous();
 		o.back = true;
@@ -186,14 +190,15 @@ size_t count_of(const Operand &o)
 class RingwayBackend;
 
 // One collective: completed by the worker, waited on by the caller.
-class RingwayWork : public c10d::Work {
-public:
+class RingwayWork : public c10d::Work
+{
+      public:
 	RingwayWork(int rank, OpType type, const char *title, std::vector<at::Tensor> outputs,
 		    milliseconds timeout)
-		: c10d::Work(rank, type, title), outputs_(std::move(outputs)),
-		  future_(c10::make_intrusive<at::ivalue::Future>(
-			  c10::ListType::create(c10::TensorType::get()))),
-		  timeout_(timeout), title_(title)
+	    : c10d::Work(rank, type, title), outputs_(std::move(outputs)),
+	      future_(c10::make_intrusive<at::ivalue::Future>(
+		      c10::ListType::create(c10::TensorType::get()))),
+	      timeout_(timeout), title_(title)
 	{
 	}
 
@@ -260,18 +265,19 @@ public:
 			future_->markCompleted(c10::IValue(outputs_));
 	}
 
-private:
+      private:
 	std::vector<at::Tensor> outputs_;
 	c10::intrusive_ptr<at::ivalue::Future> future_;
 	milliseconds timeout_;
 	std::string title_;
 };
 
-class RingwayBackend : public c10d::Backend {
-public:
+class RingwayBackend : public c10d::Backend
+{
+      public:
 	RingwayBackend(int rank, int size, const std::string &id, int64_t timeout_ms,
 		       std::optional<int64_t> rw_timeout_ms)
-		: c10d::Backend(rank, size), timeout_(timeout_ms)
+	    : c10d::Backend(rank, size), timeout_(timeout_ms)
 	{
 		rw_config_t cfg = RW_CONFIG_INIT;
 		rw_unique_id_t uid;
@@ -332,26 +338,25 @@ public:
 	// --- collectives ------------------------------------------------------------
 
 	c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor> &tensors,
-						  const c10d::AllreduceOptions &opts) override
+						 const c10d::AllreduceOptions &opts) override
 	{
 		const char *call = "allreduce";
 		at::Tensor t = single(tensors, call);
 		rw_op_t op = rw_reduce_op(opts.reduceOp, call);
 		auto o = std::make_shared<Operand>(operand(t, call, op));
 
-		return enqueue(OpType::ALLREDUCE, "ringway:all_reduce", {t}, {t},
-			       [this, o, op, call] {
-				       check(rw_allreduce(comm_, o->buf.data_ptr(),
-							  o->buf.data_ptr(), count_of(*o),
-							  o->dtype, op),
-					     call);
-				       settle(*o);
-			       });
+		return enqueue(
+			OpType::ALLREDUCE, "ringway:all_reduce", {t}, {t}, [this, o, op, call] {
+				check(rw_allreduce(comm_, o->buf.data_ptr(), o->buf.data_ptr(),
+						   count_of(*o), o->dtype, op),
+				      call);
+				settle(*o);
+			});
 	}
 
-	c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
-		std::vector<at::Tensor> &tensors,
-		const c10d::AllreduceCoalescedOptions &opts) override
+	c10::intrusive_ptr<c10d::Work>
+	allreduce_coalesced(std::vector<at::Tensor> &tensors,
+			    const c10d::AllreduceCoalescedOptions &opts) override
 	{
 		const char *call = "allreduce_coalesced";
 		rw_op_t op = rw_reduce_op(opts.reduceOp, call);
@@ -359,8 +364,8 @@ public:
 
 		for (auto &t : tensors)
 			os->push_back(operand(t, call, op));
-		return enqueue(OpType::ALLREDUCE_COALESCED, "ringway:all_reduce_coalesced",
-			       tensors, tensors, [this, os, op, call] {
+		return enqueue(OpType::ALLREDUCE_COALESCED, "ringway:all_reduce_coalesced", tensors,
+			       tensors, [this, os, op, call] {
 				       for (auto &o : *os) {
 					       check(rw_allreduce(comm_, o.buf.data_ptr(),
 								  o.buf.data_ptr(), count_of(o),
@@ -372,27 +377,26 @@ public:
 	}
 
 	c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor> &tensors,
-						  const c10d::BroadcastOptions &opts) override
+						 const c10d::BroadcastOptions &opts) override
 	{
 		const char *call = "broadcast";
 		at::Tensor t = single(tensors, call);
 		int root = root_of(opts.rootRank, call);
 		auto o = std::make_shared<Operand>(operand(t, call, std::nullopt));
 
-		return enqueue(OpType::BROADCAST, "ringway:broadcast", {t}, {t},
-			       [this, o, root, call] {
-				       check(rw_broadcast(comm_, o->buf.data_ptr(),
-							  o->buf.data_ptr(), count_of(*o),
-							  o->dtype, root),
-					     call);
-				       settle(*o);
-			       });
+		return enqueue(
+			OpType::BROADCAST, "ringway:broadcast", {t}, {t}, [this, o, root, call] {
+				check(rw_broadcast(comm_, o->buf.data_ptr(), o->buf.data_ptr(),
+						   count_of(*o), o->dtype, root),
+				      call);
+				settle(*o);
+			});
 	}
 
 	// Lists: gathered into one flat buffer, then copied out.
 	c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>> &outputs,
-						  std::vector<at::Tensor> &inputs,
-						  const c10d::AllgatherOptions &) override
+						 std::vector<at::Tensor> &inputs,
+						 const c10d::AllgatherOptions &) override
 	{
 		const char *call = "allgather";
 		at::Tensor in = single(inputs, call);
@@ -400,15 +404,16 @@ public:
 		TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
 			    "ringway: ", call, ": one output list of ", size_, " tensors");
 		for (auto &t : outputs[0])
-			TORCH_CHECK(t.numel() == in.numel() && t.scalar_type() == in.scalar_type() &&
+			TORCH_CHECK(t.numel() == in.numel() &&
+					    t.scalar_type() == in.scalar_type() &&
 					    t.device() == in.device(),
 				    "ringway: ", call,
 				    ": every output tensor must have the input's numel, dtype and "
 				    "device");
 		auto o = std::make_shared<Operand>(operand(in, call, std::nullopt));
 		auto outs = outputs[0];
-		at::Tensor flat = at::empty({static_cast<int64_t>(size_) * o->buf.numel()},
-					    o->buf.options());
+		at::Tensor flat =
+			at::empty({static_cast<int64_t>(size_) * o->buf.numel()}, o->buf.options());
 		return enqueue(OpType::ALLGATHER, "ringway:all_gather", inputs, outs,
 			       [this, o, flat, outs, call]() mutable {
 				       check(rw_allgather(comm_, o->buf.data_ptr(), flat.data_ptr(),
@@ -421,20 +426,21 @@ public:
 	}
 
 	c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor &output, at::Tensor &input,
-							const c10d::AllgatherOptions &) override
+						       const c10d::AllgatherOptions &) override
 	{
 		return gather_base(output, input, "_allgather_base", OpType::_ALLGATHER_BASE);
 	}
 
 	c10::intrusive_ptr<c10d::Work> all_gather_single(at::Tensor &output, at::Tensor &input,
-							  const c10d::AllgatherOptions &) override
+							 const c10d::AllgatherOptions &) override
 	{
 		return gather_base(output, input, "all_gather_single", OpType::_ALLGATHER_BASE);
 	}
 
-	c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
-		std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
-		const c10d::AllgatherOptions &) override
+	c10::intrusive_ptr<c10d::Work>
+	allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+					std::vector<at::Tensor> &inputs,
+					const c10d::AllgatherOptions &) override
 	{
 		const char *call = "allgather_into_tensor_coalesced";
 		TORCH_CHECK(outputs.size() == inputs.size(), "ringway: ", call,
@@ -456,9 +462,10 @@ public:
 			       });
 	}
 
-	c10::intrusive_ptr<c10d::Work> reduce_scatter(
-		std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
-		const c10d::ReduceScatterOptions &opts) override
+	c10::intrusive_ptr<c10d::Work>
+	reduce_scatter(std::vector<at::Tensor> &outputs,
+		       std::vector<std::vector<at::Tensor>> &inputs,
+		       const c10d::ReduceScatterOptions &opts) override
 	{
 		const char *call = "reduce_scatter";
 		at::Tensor out = single(outputs, call);
@@ -468,7 +475,8 @@ public:
 			    "ringway: ", call, ": one input list of ", size_, " tensors");
 		std::vector<at::Tensor> flat_parts;
 		for (auto &t : inputs[0]) {
-			TORCH_CHECK(t.numel() == out.numel() && t.scalar_type() == out.scalar_type(),
+			TORCH_CHECK(t.numel() == out.numel() &&
+					    t.scalar_type() == out.scalar_type(),
 				    "ringway: ", call,
 				    ": every input tensor must have the output's numel and dtype");
 			flat_parts.push_back(t.reshape({-1}));
@@ -486,23 +494,24 @@ public:
 			       });
 	}
 
-	c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
-		at::Tensor &output, at::Tensor &input,
-		const c10d::ReduceScatterOptions &opts) override
+	c10::intrusive_ptr<c10d::Work>
+	_reduce_scatter_base(at::Tensor &output, at::Tensor &input,
+			     const c10d::ReduceScatterOptions &opts) override
 	{
 		return scatter_base(output, input, opts, "_reduce_scatter_base");
 	}
 
-	c10::intrusive_ptr<c10d::Work> reduce_scatter_single(
-		at::Tensor &output, at::Tensor &input,
-		const c10d::ReduceScatterOptions &opts) override
+	c10::intrusive_ptr<c10d::Work>
+	reduce_scatter_single(at::Tensor &output, at::Tensor &input,
+			      const c10d::ReduceScatterOptions &opts) override
 	{
 		return scatter_base(output, input, opts, "reduce_scatter_single");
 	}
 
-	c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
-		std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
-		const c10d::ReduceScatterOptions &opts) override
+	c10::intrusive_ptr<c10d::Work>
+	reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+					std::vector<at::Tensor> &inputs,
+					const c10d::ReduceScatterOptions &opts) override
 	{
 		const char *call = "reduce_scatter_tensor_coalesced";
 		rw_op_t op = rw_reduce_op(opts.reduceOp, call);
@@ -515,11 +524,10 @@ public:
 			       "ringway:reduce_scatter_tensor_coalesced", inputs, outputs,
 			       [this, pairs, op, call] {
 				       for (auto &p : *pairs) {
-					       check(rw_reduce_scatter(comm_,
-								       p.second.buf.data_ptr(),
-								       p.first.buf.data_ptr(),
-								       count_of(p.first),
-								       p.first.dtype, op),
+					       check(rw_reduce_scatter(
+							     comm_, p.second.buf.data_ptr(),
+							     p.first.buf.data_ptr(),
+							     count_of(p.first), p.first.dtype, op),
 						     call);
 					       settle(p.first);
 				       }
@@ -532,8 +540,8 @@ public:
 
 		// queued behind every earlier collective: done once they are
 		return enqueue(OpType::BARRIER, "ringway:barrier", {}, {}, [this, token] {
-			check(rw_allreduce(comm_, token->data_ptr(), token->data_ptr(), 1,
-					   RW_UINT8, RW_MAX),
+			check(rw_allreduce(comm_, token->data_ptr(), token->data_ptr(), 1, RW_UINT8,
+					   RW_MAX),
 			      "barrier");
 		});
 	}
@@ -565,7 +573,7 @@ public:
 	RW_UNSUPPORTED(recvAnysource, std::vector<at::Tensor> &, int)
 #undef RW_UNSUPPORTED
 
-private:
+      private:
 	at::Tensor single(std::vector<at::Tensor> &ts, const char *call)
 	{
 		TORCH_CHECK(ts.size() == 1, "ringway: ", call,
@@ -647,13 +655,13 @@ private:
 		int who = -1;
 		int err = rw_comm_get_error(comm_, &who, why, sizeof(why));
 
+		(void)who; // why names it
 		if (err)
 			C10_THROW_ERROR(DistBackendError,
-					c10::str("ringway: ", call, " failed on rank ", rank_,
-						 (who >= 0 ? c10::str(": rank ", who, " failed")
-							   : std::string()),
-						 ": ", why, " (", rw_strerror(rc),
-						 "); the process group is broken: destroy it"));
+					c10::str("ringway: ", call, " failed on rank ", rank_, ": ",
+						 why, " (", rw_strerror(rc),
+						 "); the process group is broken: destroy it and "
+						 "create a new one"));
 		C10_THROW_ERROR(DistBackendError, c10::str("ringway: ", call, " failed on rank ",
 							   rank_, ": ", rw_strerror(rc)));
 	}
@@ -671,8 +679,7 @@ private:
 					       std::vector<at::Tensor> outputs,
 					       std::function<void()> fn)
 	{
-		auto work = c10::make_intrusive<RingwayWork>(rank_, type, title, outputs,
-							     timeout_);
+		auto work = c10::make_intrusive<RingwayWork>(rank_, type, title, outputs, timeout_);
 		Job job{std::move(fn), work, std::move(inputs), std::nullopt};
 
 		if (!job.inputs.empty() && job.inputs[0].device().is_cuda()) {
