@@ -320,14 +320,13 @@ class RingwayBackend : public c10d::Backend
 			stop_ = true;
 		}
 		qcv_.notify_all();
-		if (worker_.joinable()) {
-			if (worker_.get_id() == std::this_thread::get_id())
-				worker_.detach();
-			else
-				worker_.join();
+		// the queue's futures may run Python callbacks: never wait holding the GIL
+		if (Py_IsInitialized() && PyGILState_Check()) {
+			pybind11::gil_scoped_release nogil;
+			teardown();
+		} else {
+			teardown();
 		}
-		rw_comm_destroy(comm_);
-		comm_ = nullptr;
 	}
 
 	void abort() override
@@ -574,6 +573,18 @@ class RingwayBackend : public c10d::Backend
 #undef RW_UNSUPPORTED
 
       private:
+	void teardown()
+	{
+		if (worker_.joinable()) {
+			if (worker_.get_id() == std::this_thread::get_id())
+				worker_.detach();
+			else
+				worker_.join();
+		}
+		rw_comm_destroy(comm_);
+		comm_ = nullptr;
+	}
+
 	at::Tensor single(std::vector<at::Tensor> &ts, const char *call)
 	{
 		TORCH_CHECK(ts.size() == 1, "ringway: ", call,
