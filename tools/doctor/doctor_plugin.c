@@ -192,7 +192,7 @@ void dr_check_plugin(struct dr_state *st, struct dr_report *r)
 		bool ringway = false;
 
 		dr_add(s, DR_INFO, "NCCL_NET_PLUGIN",
-		       "unset: NCCL dlopens only libnccl-net.so (then uses its own IB/Socket)");
+		       "unset: NCCL dlopens libnccl-net.so, nothing else");
 		if (try_candidate(st, s, "libnccl-net.so", &ringway) && ringway) {
 			dr_add(s, DR_OK, "name rule", "libnccl-net.so is ringway");
 			return;
