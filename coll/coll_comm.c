@@ -523,7 +523,9 @@ static void progress_comm(struct rw_coll_comm *c)
 		}
 		if (rc == 1 && c->nranks > 1 &&
 		    (rw_coll_tokens_send(r) == -EAGAIN || !rw_coll_tokens_in(r)))
-			rc = 0; /* done once the tokens have left and the neighbours' came */
+			rc = 0; /* done once the tokens have left and the neighbours'
+				 * came (one collective behind when the data proved
+				 * that the ranks agree) */
 		if (rc == 1) {
 			c->moves++;
 			finish(r, RW_COLL_DONE, 0);

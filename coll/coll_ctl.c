@@ -8,12 +8,25 @@
  * collective ends with a token sent on both outgoing ones, and a receive is
  * posted on an incoming one exactly while a token is due on it, so no
  * receive waits across idle time (transports fail a receive that waits
- * longer than RINGWAY_TIMEOUT_MS).  The first rank to see a failure sends a
- * notice instead (which rank failed, who saw it) to both neighbours, each of
- * which forwards it once in the same way, so every rank learns which rank
- * failed instead of only that its neighbour went quiet.  After a failure
- * the data links are closed at once, which cancels every transfer into or
- * out of the user's buffers.
+ * longer than RINGWAY_TIMEOUT_MS) longer than a neighbour takes to finish.
+ *
+ * Waiting for the neighbours' tokens costs a round trip at the end of every
+ * collective (next must receive our last chunk, finish, and send its token
+ * back), so a collective whose data path already proved that every rank ran
+ * it (r->proven: a chunk it received went all round the ring, each rank
+ * checking its predecessor's signature before using its data) waits only
+ * for the tokens of the collective before it, which left before the
+ * neighbours sent this one's data; its own are taken, unchecked, while a
+ * later collective runs or at quiesce.  One behind, not more: a neighbour
+ * then always has the receive for our latest token posted (transports take
+ * a send only into a posted receive), so our token never waits for a
+ * neighbour that returned to its caller.  The others (count 0, counts
+ * smaller than the ranks, broadcast, ps) wait for their own tokens, so
+ * mismatched calls fail everywhere.  The first rank to see a failure
+ * sends a notice instead (which rank failed, who saw it) to both neighbours, each of which forwards
+ * it once in the same way, so every rank learns which rank failed instead of only that its
+ * neighbour went quiet.  After a failure the data links are closed at once, which cancels every
+ * transfer into or out of the user's buffers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -159,14 +172,16 @@ static bool token_differs(const struct rw_coll_comm *c, const struct rw_coll_lin
 
 /*
  * Take what arrived on the incoming control links: tokens are counted (and
- * their signature compared with sig, the running collective's, when not
- * NULL), a receive stays posted while one is due.  1: a notice arrived (in
+ * the signature of r's own token compared with r's, when r is not NULL), a
+ * receive stays posted while one is due.  1: a notice arrived (in
  * *n; a token of another collective arrives as a mismatch notice); 2: a
  * link failed (*dead = its peer, *err = the error); 0: nothing new.
  */
-static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_sig *sig, struct notice *n,
+static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct notice *n,
 		    int *dead, int *err)
 {
+	const struct rw_coll_sig *sig = r ? &r->sig : NULL;
+
 	for (int i = 0; i < 4; i += 2)
 		if (c->links[rw_link_ctrl(c, i)].comm)
 			ctl_sends_reap(&c->links[rw_link_ctrl(c, i)]);
@@ -197,8 +212,11 @@ static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_sig *sig, struc
 			if (got == sizeof(*t) && t->magic == TOKEN_MAGIC &&
 			    t->seq == (uint32_t)(l->tokens + 1)) {
 				/* a receive is posted only while a token is due:
-				 * this one is for the running collective */
-				if (token_differs(c, l, t, sig, n))
+				 * this one is for the running collective, or for
+				 * one before it whose data path proved that every
+				 * rank ran it (its token was not waited for) */
+				if (t->seq == (uint32_t)(r ? r->token_no : 0) &&
+				    token_differs(c, l, t, sig, n))
 					return 1;
 				l->tokens++;
 				continue;
@@ -247,11 +265,13 @@ int rw_coll_tokens_send(struct rw_coll_req *r)
 bool rw_coll_tokens_in(const struct rw_coll_req *r)
 {
 	const struct rw_coll_comm *c = r->comm;
+	/* proven: the previous collective's token is enough (see the top) */
+	uint64_t need = r->token_no - (r->proven ? 1 : 0);
 
 	for (int i = 1; i < 4; i += 2) {
 		const struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
 
-		if (l->comm && l->tokens < r->token_no)
+		if (l->comm && l->tokens < need)
 			return false;
 	}
 	return true;
@@ -380,8 +400,7 @@ static void accept_notice(struct rw_coll_comm *c, const struct rw_coll_req *r,
 
 		notices_send(c, n);
 
-		while ((got = ctl_poll(c, &r->sig, &next, &dead, &lost)) != 2 &&
-		       rw_now_ms() < until) {
+		while ((got = ctl_poll(c, r, &next, &dead, &lost)) != 2 && rw_now_ms() < until) {
 			if (got == 1 && as_mismatch(c, r, &next, &m)) {
 				fail_mismatch(c, &m);
 				return;
@@ -462,7 +481,7 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 		n.flags = NOTICE_ALIVE;
 		notices_send(c, &n);
 		while (rw_now_ms() < until) {
-			int got = ctl_poll(c, &r->sig, &got_n, &dead, &lost);
+			int got = ctl_poll(c, r, &got_n, &dead, &lost);
 
 			if (got == 1) {
 				accept_notice(c, r, &got_n);
@@ -481,7 +500,7 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 		uint64_t until = rw_now_ms() + NOTICE_GRACE_MS;
 		int dead = -1, lost = 0, got;
 
-		while ((got = ctl_poll(c, &r->sig, &n, &dead, &lost)) != 1 && rw_now_ms() < until) {
+		while ((got = ctl_poll(c, r, &n, &dead, &lost)) != 1 && rw_now_ms() < until) {
 			if (got == 2 && dead == peer)
 				break;
 			usleep(1000);
@@ -588,7 +607,7 @@ int rw_coll_ctl_progress(struct rw_coll_req *r)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct notice n;
-	int dead = -1, lost = 0, got = ctl_poll(c, &r->sig, &n, &dead, &lost);
+	int dead = -1, lost = 0, got = ctl_poll(c, r, &n, &dead, &lost);
 
 	if (got == 1)
 		accept_notice(c, r, &n);

@@ -178,7 +178,11 @@ struct rw_coll_req {
 	size_t bytes;		   /**< received into recvbuf */
 	bool own_send_mr, own_recv_mr;
 	unsigned tokens_sent; /**< bit per outgoing control link */
-	uint64_t token_no;    /**< tokens_due once it started */
+	/** the data path proves every rank ran this collective (the algorithm
+	 *  sets it at init): done without waiting for the neighbours' tokens
+	 *  for it, only for those of the collective before (coll_ctl.c) */
+	bool proven;
+	uint64_t token_no; /**< tokens_due once it started */
 	uint64_t last_progress_ms;
 	int nvtx_depth;
 	void *act_event;    /**< device: the activation's copy, NULL when none is pending */
@@ -292,7 +296,8 @@ int rw_coll_ctl_progress(struct rw_coll_req *r);
 
 /** r finished here: one token to each neighbour.  -EAGAIN: try again. */
 int rw_coll_tokens_send(struct rw_coll_req *r);
-/** Have both neighbours' tokens for r arrived? */
+/** Have both neighbours' tokens for r arrived (r->proven: those of the
+ *  collective before r)? */
 bool rw_coll_tokens_in(const struct rw_coll_req *r);
 
 /** Before closing: take the tokens owed and let ours leave (bounded). */

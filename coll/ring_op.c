@@ -144,6 +144,15 @@ static int ring_init(struct rw_coll_req *r)
 		}
 		cs->nfree = cs->nfree_out = RW_COLL_NSLOTS;
 	}
+	/* A chunk received at step s left rank pos-s-1 and was processed by
+	 * every rank after it, each only once its predecessor's signature
+	 * matched its own: one received at step P-2 or later proves that all
+	 * P ranks ran this collective (coll_ctl.c waits for no token then).
+	 * The step P-2 receive carries segment pos+1+rot; broadcast's single
+	 * step proves it only for the chain's last rank: it waits. */
+	if (st->plan.kind != RW_RING_BROADCAST && c->nranks > 1)
+		r->proven = st->plan.seg_count[(st->plan.rank + 1 + st->plan.rot + c->nranks) %
+					       c->nranks] > 0;
 	r->algo = st;
 	return 0;
 }

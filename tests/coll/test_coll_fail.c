@@ -302,6 +302,19 @@ static int mismatched(struct rw_comm *w, int rank, int p, void *arg)
 	char *send = calloc(1, bytes), *recv = calloc(1, bytes);
 	int rc, code = 0;
 
+	/* first a collective every rank agrees on, done without waiting for
+	 * its tokens (its data went all round the ring): its late tokens
+	 * must not be taken for the next collective's */
+	rc = rw_coll_run(coll_of(w), &(struct rw_coll_args){.kind = RW_COLL_ALLREDUCE,
+							    .sendbuf = send,
+							    .recvbuf = recv,
+							    .count = 64,
+							    .dtype = RW_DTYPE_FLOAT32,
+							    .op = RW_OP_SUM});
+	if (rc) {
+		fprintf(stderr, "rank %d: the agreed collective failed with %d\n", rank, rc);
+		code = 1;
+	}
 	expect_failure_warnings();
 	a.sendbuf = send;
 	a.recvbuf = recv;
@@ -405,6 +418,14 @@ static void mismatched_collectives_fail_everywhere_ring(void **state)
 	m.odd_kind = RW_COLL_REDUCE_SCATTER;
 	run_mismatch("ring", 2, m);
 	run_mismatch("ring", 3, m);
+	/* fewer elements than ranks, or none: some ranks receive nothing
+	 * that went all round the ring and must wait for the tokens */
+	m = allreduce(RW_DTYPE_FLOAT32, 2, RW_OP_SUM);
+	m.odd_dtype = RW_DTYPE_INT32;
+	run_mismatch("ring", 3, m);
+	m = allreduce(RW_DTYPE_FLOAT32, 0, RW_OP_SUM);
+	m.odd_dtype = RW_DTYPE_INT32;
+	run_mismatch("ring", 4, m);
 }
 
 static void mismatched_collectives_fail_everywhere_ps(void **state)
