@@ -6,9 +6,12 @@
 # each direction (tc tbf), ringway-netperf host 0 -> host 1 at SIZE over
 # device 0 (fa0 alone) and over --fuse 0,1 (fa0+fa1, makeVDevice), REPEAT
 # times alternating; prints each run, the medians and fused / one link.
+# Then links of unequal speed (fa0 slowed to SLOW): the fused bandwidth and
+# each NIC's share of the bytes, which completion-driven striping sets by
+# speed (a fixed split would hold the fast link to the slow one's pace).
 #
 #   sudo bench/fuse_links.sh [build dir]
-#   RATE=200mbit SIZE=16M ITERS=12 REPEAT=3 sudo -E bench/fuse_links.sh build
+#   RATE=200mbit SLOW=100mbit SIZE=16M ITERS=12 REPEAT=3 sudo -E bench/fuse_links.sh build
 set -euo pipefail
 
 build=${1:-build}
@@ -19,6 +22,7 @@ RATE=${RATE:-200mbit}
 SIZE=${SIZE:-16M}
 ITERS=${ITERS:-12}
 REPEAT=${REPEAT:-3}
+SLOW=${SLOW:-100mbit}
 port=29900
 
 # shellcheck source=tests/multihost/hosts.sh
@@ -65,3 +69,15 @@ m1=$(median "${one[@]}") m2=$(median "${two[@]}")
 awk -v a="$m1" -v b="$m2" -v r="$RATE" 'BEGIN {
 	printf "median: one link %.4f GB/s, fused %.4f GB/s = %.2fx one link (rate %s per link)\n",
 	       a, b, b / a, r }'
+
+# fa0 slowed to SLOW on both hosts, both directions
+for h in 0 1; do
+	tc -n "rwfb-$$-h$h" qdisc change dev fa0 root tbf rate "$SLOW" burst 1mb latency 100ms
+	tc -n "rwfb-$$-sw" qdisc change dev "h${h}r0" root tbf rate "$SLOW" burst 1mb latency 100ms
+done
+b0=$(mh_bytes 0 fa0) b1=$(mh_bytes 0 fa1)
+u=$(run --fuse 0,1)
+d0=$(($(mh_bytes 0 fa0) - b0)) d1=$(($(mh_bytes 0 fa1) - b1))
+awk -v u="$u" -v d0="$d0" -v d1="$d1" -v s="$SLOW" -v r="$RATE" 'BEGIN {
+	printf "uneven links (fa0 %s, fa1 %s): fused %.4f GB/s; bytes fa0 %.0f MB (%.0f%%), fa1 %.0f MB (%.0f%%)\n",
+	       s, r, u, d0 / 1e6, 100 * d0 / (d0 + d1), d1 / 1e6, 100 * d1 / (d0 + d1) }'

@@ -631,9 +631,10 @@ static int tag_check(struct rw_fuse_comm *c, int tag, const char *call)
 }
 
 /* The piece plan of a send: a first piece of FUSE_PIECE0 bytes, then about
- * FUSE_WINDOW pieces per data connection, within [FUSE_PIECE_MIN,
- * FUSE_PIECE_MAX] (larger when the message would need more than
- * FUSE_MAX_PIECES). */
+ * 4 x FUSE_WINDOW pieces per data connection (so that within one message
+ * a faster NIC gets more of them, beyond the first window), within
+ * [FUSE_PIECE_MIN, FUSE_PIECE_MAX] (larger when the message would need
+ * more than FUSE_MAX_PIECES). */
 static void plan(struct rw_fuse_comm *c, struct fuse_req *m)
 {
 	size_t rest = m->size > FUSE_PIECE0 ? m->size - FUSE_PIECE0 : 0;
@@ -644,7 +645,7 @@ static void plan(struct rw_fuse_comm *c, struct fuse_req *m)
 		m->npieces = 1;
 		return;
 	}
-	p = rest / ((size_t)(c->nsubs - 1) * FUSE_WINDOW);
+	p = rest / ((size_t)(c->nsubs - 1) * FUSE_WINDOW * 4);
 	p = (p + 4095) & ~(size_t)4095;
 	p = RW_MAX(p, (size_t)FUSE_PIECE_MIN);
 	p = RW_MIN(p, (size_t)FUSE_PIECE_MAX);
