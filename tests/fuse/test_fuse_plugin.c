@@ -148,8 +148,7 @@ int main(int argc, char **argv)
 	      "device 9 was fused");
 	CHECK(n->makeVDevice(&d, &(ncclNetVDeviceProps_v11_t){5, {0, 1, 0, 1}}) != ncclSuccess,
 	      "5 devices in v11's vProps of 4 were accepted");
-	CHECK(n12->makeVDevice(&d, &(ncclNetVDeviceProps_v12_t){5, {0, 1, 0, 1, 0}}) !=
-		      ncclSuccess,
+	CHECK(n12->makeVDevice(&d, &(ncclNetVDeviceProps_v12_t){5, {0, 1, 0, 1, 0}}) != ncclSuccess,
 	      "5 devices were fused");
 	CHECK(n->devices(&ndev) == ncclSuccess && ndev == 2, "a refusal made a device");
 	CHECK(d == -1, "a refusal wrote d");
