@@ -21,6 +21,14 @@
 # 5 and ITERS_MAX (or ITERS for all sizes); warm-up a tenth of that, at least 2.
 # A run that fails or outlasts TIMEOUT seconds is logged and leaves a "-".
 #
+# Then, per rank count, the issue's table (shm and TCP side by side, ratio =
+# MPI time / ringway time), the busbw-cliff check (from 64 KiB to 16 MiB,
+# ringway's busbw at each size against the size before it in SIZES: a drop
+# below 80% is a cliff) and a summary of issue 16's targets, each "met" or
+# "NOT met" with the cells that miss it (a target with no figure is "not
+# measured").  Figures are printed, never asserted: the exit code says only
+# whether the runs ran.
+#
 #   bench/allreduce_compare.sh [build dir]
 #   SIZES="8 64K 2M" RANKS=2 TRANSPORTS=shm REPEAT=1 bench/allreduce_compare.sh build
 #   GLOO=0 TRANSPORTS=tcp SIZES="16M 32M 64M 128M 256M" ITERS=10 bench/allreduce_compare.sh build
@@ -31,7 +39,7 @@ set -euo pipefail
 
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
-SIZES=${SIZES:-"8 64 512 4K 32K 64K 256K 1M 2M 4M 8M 16M 64M 256M"}
+SIZES=${SIZES:-"8 64 512 4K 32K 64K 128K 256K 512K 1M 2M 4M 8M 16M 64M 256M"}
 RANKS=${RANKS:-"2 4"}
 TRANSPORTS=${TRANSPORTS:-"shm tcp"}
 REPEAT=${REPEAT:-3}
@@ -200,6 +208,127 @@ for t in $TRANSPORTS; do
 			}' "$out/rw_${t}_$n.med" "$out/mpi_${t}_$n.med" "$out/gloo_$n.med"
 	done
 done
+
+# --- issue 16's table, the cliff check and the targets ------------------------
+
+# "bytes us" medians of side ($1: rw|mpi) transport ($2) ranks ($3), or nothing.
+med_of() { [[ -s $out/$1_$2_$3.med ]] && cat "$out/$1_$2_$3.med"; }
+
+# All medians as "key bytes us" lines for one awk: rw_shm_2 123 4.5 ...
+all_meds() {
+	local n t
+	for n in $RANKS; do
+		for t in $TRANSPORTS; do
+			med_of rw "$t" "$n" | sed "s/^/rw_${t}_$n /"
+			med_of mpi "$t" "$n" | sed "s/^/mpi_${t}_$n /"
+		done
+		[[ -s $out/gloo_$n.med ]] && sed "s/^/gloo_$n /" "$out/gloo_$n.med"
+	done
+}
+
+all_meds | awk -v sizes="${size_list[*]}" -v ranks="$RANKS" -v transports="$TRANSPORTS" '
+	{ v[$1, $2] = $3 }
+	function sz(b) {
+		if (b >= 1048576 && b % 1048576 == 0) return b / 1048576 " MiB"
+		if (b >= 1024 && b % 1024 == 0) return b / 1024 " KiB"
+		return b " B"
+	}
+	function us(x) { return x == "" ? "-" : (x < 100 ? sprintf("%.1f", x) : sprintf("%.0f", x)) }
+	function ratio(o, r) { return (o == "" || r == "" || r <= 0) ? "-" : sprintf("%.2f", o / r) }
+	function bus(b, t, n) { return t > 0 ? b / (t * 1e-6) / 1e9 * 2 * (n - 1) / n : 0 }
+	function has(t) { return index(" " transports " ", " " t " ") > 0 }
+	# targets: name -> "met"/"NOT met", with the cells that miss
+	function miss(k, what) { bad[k] = bad[k] (bad[k] == "" ? "" : "; ") what; seen[k] = 1 }
+	function ok(k) { seen[k] = 1 }
+	END {
+		k = split(sizes, order, " ")
+		nr = split(ranks, rk, " ")
+		for (j = 1; j <= nr; j++) {
+			n = rk[j]
+			printf "\n### issue 16 table: %d ranks, time per call in µs (median), ratio = other / ringway (> 1: ringway faster)\n\n", n
+			print "| size | shm: ringway | shm: Open MPI (vader) | ratio | TCP: ringway | TCP: Open MPI (btl tcp) | ratio | Gloo (tcp) | Gloo/ringway shm | Gloo/ringway TCP |"
+			print "|---|---|---|---|---|---|---|---|---|---|"
+			for (i = 1; i <= k; i++) {
+				b = order[i]
+				rs = v["rw_shm_" n, b]; ms = v["mpi_shm_" n, b]
+				rt = v["rw_tcp_" n, b]; mt = v["mpi_tcp_" n, b]; g = v["gloo_" n, b]
+				printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sz(b), us(rs), us(ms),
+					ratio(ms, rs), us(rt), us(mt), ratio(mt, rt), us(g), ratio(g, rs), ratio(g, rt)
+			}
+		}
+		# the busbw cliff: 64 KiB .. 16 MiB, each size against the one before
+		print "\n### busbw cliff check (ringway, 64 KiB to 16 MiB): busbw at a size >= 80% of the size before\n"
+		for (j = 1; j <= nr; j++) {
+			n = rk[j]
+			for (tt = 1; tt <= 2; tt++) {
+				t = tt == 1 ? "shm" : "tcp"
+				if (!has(t)) continue
+				line = ""; prev = 0; pb = 0; cliff = 0
+				for (i = 1; i <= k; i++) {
+					b = order[i]
+					if (b < 65536 || b > 16777216) continue
+					r = v["rw_" t "_" n, b]
+					if (r == "") continue
+					bw = bus(b, r, n)
+					mark = ""
+					if (prev > 0 && bw < 0.8 * prev) {
+						mark = sprintf(" CLIFF (%.0f%% of %s)", 100 * bw / prev, sz(pb))
+						cliff = 1
+						miss("cliff", sprintf("%s %d ranks %s %.2f GB/s = %.0f%% of %s", t, n, sz(b), bw, 100 * bw / prev, sz(pb)))
+					}
+					line = line sprintf("  %s %.2f%s", sz(b), bw, mark)
+					prev = bw; pb = b
+				}
+				if (line == "") continue
+				if (!cliff) ok("cliff")
+				printf "%-3s %d ranks:%s  -> %s\n", t, n, line, cliff ? "cliff" : "no cliff"
+			}
+		}
+		# the targets
+		for (j = 1; j <= nr; j++) {
+			n = rk[j]
+			for (tt = 1; tt <= 2; tt++) {
+				t = tt == 1 ? "shm" : "tcp"
+				for (i = 1; i <= k; i++) {
+					b = order[i]; r = v["rw_" t "_" n, b]; m = v["mpi_" t "_" n, b]
+					g = v["gloo_" n, b]
+					if (r == "" || r <= 0) continue
+					if (g != "") {
+						if (g / r >= 1.5) ok("gloo")
+						else miss("gloo", sprintf("%s %d ranks %s %.2fx", t, n, sz(b), g / r))
+					}
+					if (m == "") continue
+					q = m / r
+					if (n == 2 && t == "shm") {
+						if (b == 8) { if (r <= 2 * m) ok("shm2_8"); else miss("shm2_8", sprintf("8 B %s us vs MPI %s us (%.1fx its time)", us(r), us(m), r / m)) }
+						if (b >= 4096) { if (q >= 1.0) ok("shm2"); else miss("shm2", sprintf("%s %.2f", sz(b), q)) }
+					}
+					if (n == 2 && t == "tcp") {
+						if (b == 8) { if (r <= 1.5 * m) ok("tcp2_8"); else miss("tcp2_8", sprintf("8 B %s us vs MPI %s us (%.1fx its time)", us(r), us(m), r / m)) }
+						if (b >= 65536) { if (q >= 1.2) ok("tcp2"); else miss("tcp2", sprintf("%s %.2f", sz(b), q)) }
+					}
+					if (n == 4 && b >= 65536) {
+						if (q >= 1.0) ok("four_" t); else miss("four_" t, sprintf("%s %.2f", sz(b), q))
+					}
+				}
+			}
+		}
+		print "\n### issue 16 targets\n"
+		nt = split("shm2 shm2_8 tcp2 tcp2_8 four_shm four_tcp cliff gloo", names, " ")
+		desc["shm2"] = "2 ranks shm: ratio >= 1.0 from 4 KiB to 256 MiB"
+		desc["shm2_8"] = "2 ranks shm: 8 B within 2x Open MPI time"
+		desc["tcp2"] = "2 ranks TCP: ratio >= 1.2 from 64 KiB up"
+		desc["tcp2_8"] = "2 ranks TCP: 8 B within 1.5x Open MPI time"
+		desc["four_shm"] = "4 ranks shm: ratio >= 1.0 from 64 KiB up"
+		desc["four_tcp"] = "4 ranks TCP: ratio >= 1.0 from 64 KiB up"
+		desc["cliff"] = "no busbw cliff from 64 KiB to 16 MiB (>= 80% of the size before)"
+		desc["gloo"] = "at least 1.5x Gloo at every size, both transports"
+		for (i = 1; i <= nt; i++) {
+			x = names[i]
+			st = !seen[x] ? "not measured" : bad[x] == "" ? "met" : "NOT met"
+			printf "- %s: %s%s\n", st, desc[x], bad[x] == "" ? "" : "; misses: " bad[x]
+		}
+	}'
 
 [[ -n $PS_RANKS ]] || exit 0
 # ringway's ring against its parameter-server baseline (both socket over lo).
