@@ -539,8 +539,14 @@ int rw_sock_test(struct rw_net_req *req, int *done, size_t *sizes)
 		return err;
 	}
 	*done = 0;
-	/* The caller polls: let the helper threads and the peer (on a
-	 * small machine, perhaps on this very core) run meanwhile. */
-	sched_yield();
+	/* The caller polls.  While helper threads move slices of r, let them
+	 * run (on a small machine, perhaps on this very core); otherwise
+	 * return at once: the caller's own wait decides when to yield or
+	 * sleep (a yield per test, several per engine pass, gave the core
+	 * away to every other runnable task: 2 ranks on a loaded 2-core
+	 * host, 1 MiB allreduce 2224 -> 1229 us, 64 KiB 646 -> 372 us
+	 * without it) */
+	if (atomic_load_explicit(&r->parts, memory_order_relaxed) > 1)
+		sched_yield();
 	return 0;
 }
