@@ -95,7 +95,7 @@ EOF
   check "NCCL_NET_PLUGIN unset: advice" has "$out/unset.txt" "FAIL not loaded: NCCL will not load ringway: set NCCL_NET_PLUGIN=ringway \(the loader finds libnccl-net-ringway.so at"
 
   # a libnccl-net.so that is ringway works without NCCL_NET_PLUGIN
-  mkdir -p "$out/symlink" && ln -sf "$plugdir/libnccl-net-ringway.so" "$out/symlink/libnccl-net.so"
+  mkdir -p "$out/symlink" && ln -sf "$(cd "$plugdir" && pwd)/libnccl-net-ringway.so" "$out/symlink/libnccl-net.so"
   run symlink LD_LIBRARY_PATH="$out/symlink" NCCL_NET=ringway NCCL_NET_PLUGIN_REF_COUNT=1 -- --selftest 0
   check "libnccl-net.so symlink: exit 0 (got $(rc symlink))" test "$(rc symlink)" -eq 0
   check "libnccl-net.so symlink: found" has "$out/symlink.txt" "ok   name rule: libnccl-net.so is ringway"

@@ -146,15 +146,18 @@ static int stream(struct loop *lp, double budget, double *gbps, long *wrong)
 		size_t got;
 	} sl[BW_INFLIGHT] = {0};
 	struct pair *p = &lp->p[0];
-	double t0 = dr_now(), last = t0;
+	double t0, last;
 	long done_n = 0;
 	int rc = 0;
 
 	for (size_t i = 0; i < (size_t)BW_BYTES * BW_INFLIGHT; i++)
 		lp->sbuf[i] = (char)(i * 131 + i / 4093);
 	memset(lp->rbuf, 0, (size_t)BW_BYTES * BW_INFLIGHT);
+	t0 = last = dr_now(); /* after the fill, which a loaded machine makes slow */
 	while (!rc) {
-		bool more = dr_now() - t0 < budget;
+		/* post until the budget is spent, and at least until one message
+		 * has arrived */
+		bool more = dr_now() - t0 < budget || done_n == 0;
 		int busy = 0;
 
 		for (int k = 0; k < BW_INFLIGHT && !rc; k++) {
@@ -414,7 +417,13 @@ fail:
 		free(lp.rbuf);
 	}
 	dr_log_take(s, "WARN "); /* connection chatter stays out */
-	dr_add(s, DR_FAIL, name, "self-test failed: %s", why);
+	if (rc == -ETIMEDOUT)	 /* slow is not broken: an overloaded machine looks the same */
+		dr_add(s, DR_WARN, name,
+		       "self-test incomplete: %s (no progress for %.0f s: the machine is "
+		       "overloaded, or the transport hangs; run it again on a quiet machine)",
+		       why, STEP_S);
+	else
+		dr_add(s, DR_FAIL, name, "self-test failed: %s", why);
 }
 
 void dr_selftest(struct dr_state *st, struct dr_report *r)
