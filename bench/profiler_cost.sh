@@ -9,7 +9,10 @@
 # alternating A, B, A, B ... REPEAT times per transport.  Prints each run and
 # the medians; the cost is 1 - median(B) / median(A).  Figures only: a
 # machine whose cores are busy with something else makes every run noisy
-# (both ranks need a core), which is why the runs alternate.
+# (both ranks need a core), which is why the runs alternate.  Then, per
+# transport, prof_cost (bench/prof_cost.c): the same A/B in one thread timed
+# by its CPU clock (preemption excluded), and the event path alone (ns per
+# transfer per end) against one end's CPU time per SIZE transfer.
 #
 #   bench/profiler_cost.sh [build dir]      REPEAT=7 SIZE=64K ITERS=20000
 #                                           TRANSPORTS="shm socket"
@@ -21,7 +24,11 @@ SIZE=${SIZE:-64K}
 ITERS=${ITERS:-20000}
 TRANSPORTS=${TRANSPORTS:-shm socket}
 np=$build/tools/netperf/ringway-netperf
-[[ -x $np ]] || { echo "profiler_cost: $np is not built" >&2; exit 1; }
+pc=$build/tests/abi/prof_cost
+plugin=$build/plugin/libnccl-net-ringway.so
+for f in "$np" "$pc"; do
+	[[ -x $f ]] || { echo "profiler_cost: $f is not built" >&2; exit 1; }
+done
 
 bw() { # the algbw column (GB/s) of one run; $@: extra netperf arguments
 	local out
@@ -52,4 +59,7 @@ for t in $TRANSPORTS; do
 	awk -v t="$t" -v s="$SIZE" -v a="$a" -v b="$b" -v n="$REPEAT" 'BEGIN {
 		printf "%s %s, median of %d: no profiler %.3f GB/s, with events %.3f GB/s, cost %.1f%%\n",
 		       t, s, n, a, b, 100 * (1 - b / a) }'
+done
+for t in $TRANSPORTS; do
+	RINGWAY_TRANSPORT=$t "$pc" "$plugin" -s "$SIZE" -n "$ITERS" -r "$REPEAT" | grep '^#'
 done

@@ -71,9 +71,11 @@ static int enter(const void *h, struct rw_pcomm *pc, const char *call)
 
 static int check_dev(const struct rw_plugin *p, int dev, const char *call)
 {
-	if (dev < 0 || dev >= p->ndev) {
+	int ndev = __atomic_load_n(&p->ndev, __ATOMIC_ACQUIRE); /* makeVDevice may add one */
+
+	if (dev < 0 || dev >= ndev) {
 		RW_WARN(RW_LOG_NET, "NET/%s %s(dev=%d): ringway has %d device(s)", RW_PLUGIN_NAME,
-			call, dev, p->ndev);
+			call, dev, ndev);
 		return -EINVAL;
 	}
 	return 0;
