@@ -3,12 +3,14 @@
  * prof_cost: what ringway's network events for NCCL's profiler cost, on a
  * machine too busy for wall-clock A/B runs to resolve 2 %.
  *
- * One process, one thread, two connections to itself through the plugin's
- * ncclNetPlugin_v11 table: A from a context initialized without a profiler
- * callback, B from one with a stand-in callback (it hands out an event and
- * counts, as NCCL's callback and a profiler plugin do).  Every isend/irecv
- * carries a phandle, as NCCL's always do.  Rounds alternate a block of
- * `iters` SIZE-byte transfers on A and on B, WINDOW in flight (NCCL_STEPS);
+ * One process, one thread, one connection to itself through the plugin's
+ * ncclNetPlugin_v11 table, from a context with a stand-in profiler callback
+ * (it hands out an event and counts, as NCCL's callback and a profiler
+ * plugin do).  A: transfers without phandles (no events; what a run without
+ * a profiler costs, but for one pointer test); B: every isend/irecv carries
+ * a phandle, as NCCL's do, and starts an event.  The same comm and buffers
+ * serve both, so only the events differ.  Rounds alternate a block of
+ * `iters` SIZE-byte transfers of A and of B (AB, then BA), WINDOW in flight;
  * each block is timed by this thread's CPU clock (what the transfers and
  * the events cost this thread; preemption by other work excluded), by the
  * process's CPU clock (helper threads included) and by the wall clock.
@@ -117,9 +119,10 @@ static void close_side(struct side *s)
 	free(s->rbuf);
 }
 
-/* iters transfers of size bytes, WINDOW in flight; both ends are tested
- * every pass (the receiver's progress may be what a send waits on). */
-static void block(struct side *s, size_t size, int iters)
+/* iters transfers of size bytes, WINDOW in flight, with phandles (events)
+ * or not; both ends are tested every pass (the receiver's progress may be
+ * what a send waits on). */
+static void block(struct side *s, size_t size, int iters, bool events)
 {
 	void *sreq[WINDOW] = {0}, *rreq[WINDOW] = {0};
 	bool sent[WINDOW] = {0}, got[WINDOW] = {0};
@@ -133,9 +136,10 @@ static void block(struct side *s, size_t size, int iters)
 
 			if (!rreq[w] && !sreq[w] && posted < iters) {
 				void *data = s->rbuf + (size_t)w * size, *php = &ph[w];
+				void **phs = events ? &php : NULL;
 				size_t cap = size;
 
-				H_CHECK(h_irecv_ph(s->rc, 1, &data, &cap, &tag, &s->rmh, &php,
+				H_CHECK(h_irecv_ph(s->rc, 1, &data, &cap, &tag, &s->rmh, phs,
 						   &rreq[w]) == 0,
 					"irecv");
 				if (!rreq[w])
@@ -145,7 +149,8 @@ static void block(struct side *s, size_t size, int iters)
 			}
 			if (rreq[w] && !sreq[w])
 				H_CHECK(h_isend_ph(s->sc, s->sbuf + (size_t)w * size, size, tag,
-						   s->smh, &ph[WINDOW + w], &sreq[w]) == 0,
+						   s->smh, events ? &ph[WINDOW + w] : NULL,
+						   &sreq[w]) == 0,
 					"isend");
 			if (sreq[w] && !sent[w]) {
 				d = 0;
@@ -229,7 +234,7 @@ int main(int argc, char **argv)
 {
 	size_t size = 65536;
 	int iters = 20000, rounds = 9, c;
-	struct side a = {0}, b = {0};
+	struct side b = {0};
 	double r_thread[64], r_proc[64], r_wall[64], a_us[64], ev_ns;
 
 	if (argc < 2) {
@@ -252,10 +257,9 @@ int main(int argc, char **argv)
 	setenv("RINGWAY_SOCKET_IFNAME", "lo", 0);
 	h_bind(h_open(), 11);
 	h_prof_hook = stand_in;
-	open_side(&a, false, size);
 	open_side(&b, true, size);
-	block(&a, size, iters / 10 + 1); /* warm-up */
-	block(&b, size, iters / 10 + 1);
+	block(&b, size, iters / 10 + 1, false); /* warm-up */
+	block(&b, size, iters / 10 + 1, true);
 	printf("# prof_cost: %zu B, %d transfers per block, %d in flight, transport %s\n", size,
 	       iters, WINDOW, getenv("RINGWAY_TRANSPORT") ? getenv("RINGWAY_TRANSPORT") : "auto");
 	printf("# round  A thread-CPU us/transfer  B thread-CPU  B/A  | process-CPU B/A | wall "
@@ -263,12 +267,13 @@ int main(int argc, char **argv)
 	for (int r = 0; r < rounds; r++) {
 		double t[2], p[2], w[2];
 
-		for (int i = 0; i < 2; i++) {
+		for (int k = 0; k < 2; k++) {
+			int i = k ^ (r & 1); /* AB, then BA */
 			double t0 = now_s(CLOCK_THREAD_CPUTIME_ID),
 			       p0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
 			double w0 = now_s(CLOCK_MONOTONIC);
 
-			block(i ? &b : &a, size, iters);
+			block(&b, size, iters, i == 1);
 			t[i] = (now_s(CLOCK_THREAD_CPUTIME_ID) - t0) / iters * 1e6;
 			p[i] = (now_s(CLOCK_PROCESS_CPUTIME_ID) - p0) / iters * 1e6;
 			w[i] = (now_s(CLOCK_MONOTONIC) - w0) / iters * 1e6;
@@ -284,7 +289,6 @@ int main(int argc, char **argv)
 	       "events: %lu started, %lu stopped\n",
 	       median(r_thread, rounds), 100 * (median(r_thread, rounds) - 1),
 	       median(r_proc, rounds), median(r_wall, rounds), prof.started, prof.stopped);
-	close_side(&a);
 	close_side(&b);
 	ev_ns = event_path_ns(1000000);
 	/* A's thread does both ends of each transfer: one end's share is half */

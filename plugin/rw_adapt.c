@@ -395,6 +395,10 @@ int rw_plugin_iflush(void *recv_comm, int n, void **data, const int *sizes, void
 	return 0;
 }
 
+/* struct rw_obj comes first in struct rw_pcomm: an owner is checked as one. */
+static_assert(offsetof(struct rw_pcomm, obj) == 0, "rw_pcomm starts with its rw_obj");
+static const uint32_t data_kinds[2] = {RW_PCOMM_OBJ(RW_PCOMM_SEND), RW_PCOMM_OBJ(RW_PCOMM_RECV)};
+
 int rw_plugin_test(void *request, int *done, int *sizes)
 {
 	/* The transport writes one size per buffer of the request (1 for a
@@ -421,8 +425,9 @@ int rw_plugin_test(void *request, int *done, int *sizes)
 	rc = rw_net_test(request, &finished, sizes ? got : NULL);
 	if (rc || finished) {
 		rw_live_del(request, NULL, true);
-		/* owner: the wrapper of the request's comm (enter()) */
-		if (owner && ((const struct rw_pcomm *)owner)->prof)
+		/* owner: the wrapper of the request's comm (enter()), unless the
+		 * caller passed a CollNet request here */
+		if (owner && rw_obj_check_any(owner, data_kinds, 2) == 0)
 			rw_prof_stop((struct rw_pcomm *)owner, request);
 	}
 	if (rc)
