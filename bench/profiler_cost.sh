@@ -10,7 +10,7 @@
 # the medians; the cost is 1 - median(B) / median(A).  Figures only: a
 # machine whose cores are busy with something else makes every run noisy
 # (both ranks need a core), which is why the runs alternate.  Then, per
-# transport, prof_cost (bench/prof_cost.c): the same A/B in one thread timed
+# transport, prof_cost (tests/abi/prof_cost.c): the same A/B in one thread timed
 # by its CPU clock (preemption excluded), and the event path alone (ns per
 # transfer per end) against one end's CPU time per SIZE transfer.
 #
