@@ -312,6 +312,76 @@ static void two_processes_copy_one_message(void **state)
 	free(buf);
 }
 
+/* Child: post a receive and wait on it, while nobody sends, until a futex
+ * sleep has run to its end (the counter), report the counters, then take
+ * the message the parent sends only after that. */
+static void child_sleeper(struct shm_child *k)
+{
+	struct rw_net *n = NULL;
+	struct rw_net_listen *l;
+	struct rw_net_comm *r;
+	struct rw_net_mr *mr;
+	struct rw_net_req *req;
+	struct rw_shm_stats st0, st;
+	uint64_t end;
+	char buf[64];
+	long got[2];
+	size_t size = 0;
+	int done = 0;
+
+	rw_shm_stats_get(&st0); /* counters are inherited from the parent */
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(rw_net_listen(n, 0, k->handle, &l) == 0);
+	CHILD_CHECK(shm_pipe_write(k->from[1], k->handle, sizeof(k->handle)) == 0);
+	CHILD_CHECK(shm_wait_accept(l, &r) == 0);
+	CHILD_CHECK(rw_net_reg_mr(r, buf, sizeof(buf), RW_PTR_HOST, &mr) == 0);
+	CHILD_CHECK(shm_recv(r, buf, sizeof(buf), 3, mr, &req) == 0);
+	end = rw_now_ms() + SHM_WAIT_MS;
+	do {
+		CHILD_CHECK(rw_net_test(req, &done, &size) == 0 && !done);
+		rw_shm_stats_get(&st);
+		CHILD_CHECK(rw_now_ms() < end);
+	} while (st.sleep_timeouts == st0.sleep_timeouts);
+	got[0] = st.sleeps - st0.sleeps;
+	got[1] = st.sleep_timeouts - st0.sleep_timeouts;
+	CHILD_CHECK(shm_pipe_write(k->from[1], got, sizeof(got)) == 0);
+	CHILD_CHECK(shm_wait_req(req, &size, SHM_WAIT_MS) == 0 && size == 5);
+	CHILD_CHECK(memcmp(buf, "hello", 5) == 0);
+	rw_net_dereg_mr(r, mr);
+	rw_net_close_recv(r);
+	rw_net_close_listen(l);
+	rw_net_destroy(n);
+	_exit(0);
+}
+
+/* A receiver that waits with nothing coming sleeps on its doorbell and
+ * counts the sleeps that timed out; the message that comes later still
+ * lands. */
+static void idle_waits_sleep_and_count_timeouts(void **state)
+{
+	struct shm_child k;
+	struct rw_net_comm *s;
+	struct rw_net_mr *mr;
+	struct rw_net_req *req;
+	char msg[] = "hello";
+	long got[2] = {-1, -1};
+
+	(void)state;
+	assert_true(shm_child_start(&k, child_sleeper) > 0);
+	assert_int_equal(shm_pipe_read(k.from[0], k.handle, sizeof(k.handle)), 0);
+	assert_int_equal(shm_wait_connect(net, k.handle, &s), 0);
+	/* silent until the child has slept to a timeout */
+	assert_int_equal(shm_pipe_read(k.from[0], got, sizeof(got)), 0);
+	assert_true(got[1] >= 1);
+	assert_true(got[0] >= got[1]);
+	assert_int_equal(rw_net_reg_mr(s, msg, sizeof(msg), RW_PTR_HOST, &mr), 0);
+	assert_int_equal(shm_send(s, msg, 5, 3, mr, &req), 0);
+	assert_int_equal(shm_wait_req(req, NULL, SHM_WAIT_MS), 0);
+	assert_int_equal(rw_net_dereg_mr(s, mr), 0);
+	assert_int_equal(rw_net_close_send(s), 0);
+	assert_true(WIFEXITED(shm_child_reap(&k, false)));
+}
+
 /* Child: echo every message back, ECHO_ROUNDS times, sizes alternating
  * between 1 byte and ECHO_BIG (slot and cross-memory attach on the same
  * connection, as netperf's acks and echoes are); exits 0 only if no
@@ -729,6 +799,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(host_identity_and_handle, setup, teardown),
 		cmocka_unit_test_setup_teardown(paths_follow_the_parameters, setup, teardown),
 		cmocka_unit_test_setup_teardown(two_processes_copy_one_message, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_waits_sleep_and_count_timeouts, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(echo_of_mixed_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuses_a_peer_that_is_not_right, setup, teardown),
 		cmocka_unit_test_setup_teardown(auto_picks_shm_here_and_socket_elsewhere, setup,

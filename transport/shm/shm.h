@@ -94,13 +94,14 @@ long rw_shm_live_shells(void);
 
 /** What went which way, process-wide since start (tests, tools). */
 struct rw_shm_stats {
-	long msgs_inline; /**< messages sent in one slot */
-	long msgs_frag;	  /**< messages pipelined through slots */
-	long msgs_cma;	  /**< messages sent by cross-memory attach */
-	long msgs_cuda;	  /**< messages sent by CUDA IPC */
-	long cma_read;	  /**< bytes this process read from peers (readv) */
-	long cma_written; /**< bytes this process wrote into peers (writev) */
-	long sleeps;	  /**< futex sleeps in test() */
+	long msgs_inline;    /**< messages sent in one slot */
+	long msgs_frag;	     /**< messages pipelined through slots */
+	long msgs_cma;	     /**< messages sent by cross-memory attach */
+	long msgs_cuda;	     /**< messages sent by CUDA IPC */
+	long cma_read;	     /**< bytes this process read from peers (readv) */
+	long cma_written;    /**< bytes this process wrote into peers (writev) */
+	long sleeps;	     /**< futex sleeps in test() */
+	long sleep_timeouts; /**< ... that ran to their end: nothing rang meanwhile */
 };
 
 /** Snapshot the statistics (relaxed reads). */

@@ -25,6 +25,7 @@
  */
 #include "transport/shm/shm_internal.h"
 
+#include <errno.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
@@ -110,7 +111,8 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 		__atomic_store_n(&net->idle_since_ns, now, __ATOMIC_RELAXED);
 		__atomic_store_n(&net->idle_seq, seq, __ATOMIC_RELAXED);
 	} else if (!rw_shm_peek(c)) {
-		futex(&db->seq, FUTEX_WAIT, seq, &ts);
+		if (futex(&db->seq, FUTEX_WAIT, seq, &ts) < 0 && errno == ETIMEDOUT)
+			rw_shm_stat_add(&rw_shm_stats_g.sleep_timeouts, 1);
 		rw_shm_stat_add(&rw_shm_stats_g.sleeps, 1);
 	}
 	__atomic_sub_fetch(&db->sleepers, 1, __ATOMIC_SEQ_CST);
