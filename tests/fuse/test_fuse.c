@@ -288,6 +288,54 @@ static void test_data(void **state)
 	rw_net_destroy(f);
 }
 
+/* A message larger than its receive buffer fails on both sides with
+ * -EMSGSIZE, at once (not after RINGWAY_TIMEOUT_MS). */
+static void test_too_big(void **state)
+{
+	size_t big = 1 << 20, cap = big / 2;
+	char *sb = calloc(1, big), *rb = calloc(1, big);
+	struct rw_net_mr *smr, *rmr;
+	struct rw_net_req *sr = NULL, *rr = NULL;
+	struct pair p;
+	struct rw_net *f;
+	uint64_t t0 = rw_now_ms();
+	int vdev, tag = 1, src = 0, rrc = 0, sdone = 0, rdone = 0;
+	void *d = rb;
+
+	(void)state;
+	f = fused(NULL, &vdev);
+	pair_open(f, vdev, &p);
+	rw_test_log_expect("fuse:");
+	rw_test_log_expect("larger");
+	rw_test_log_expect("socket:");
+	rw_test_log_expect("NET/IB");
+	assert_int_equal(rw_net_reg_mr(p.s, sb, big, RW_PTR_HOST, &smr), 0);
+	assert_int_equal(rw_net_reg_mr(p.r, rb, big, RW_PTR_HOST, &rmr), 0);
+	while (!rr && rw_now_ms() - t0 < WAIT_MS)
+		assert_int_equal(rw_net_irecv(p.r, 1, &d, &cap, &tag, &rmr, &rr), 0);
+	while (!sr && rw_now_ms() - t0 < WAIT_MS)
+		assert_int_equal(rw_net_isend(p.s, sb, big, tag, smr, &sr), 0);
+	assert_non_null(rr);
+	assert_non_null(sr);
+	while ((!sdone || !rdone) && rw_now_ms() - t0 < TIMEOUT_MS / 2) {
+		if (!sdone) {
+			src = rw_net_test(sr, &sdone, NULL);
+			sdone |= src != 0;
+		}
+		if (!rdone) {
+			rrc = rw_net_test(rr, &rdone, NULL);
+			rdone |= rrc != 0;
+		}
+	}
+	assert_int_equal(rrc, -EMSGSIZE);
+	assert_int_equal(src, -EMSGSIZE);
+	rw_net_close_send(p.s);
+	rw_net_close_recv(p.r);
+	rw_net_destroy(f);
+	free(sb);
+	free(rb);
+}
+
 /* sv_ib0 drops its connections at its 40th message: the transfer fails,
  * naming sv_ib0, well within the wait limit. */
 static void test_nic_fails(void **state)
@@ -323,12 +371,16 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_props, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(test_data, rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(test_too_big, rw_test_setup_log,
+						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(test_nic_fails, rw_test_setup_log,
 						rw_test_teardown_log),
 	};
 
 	const struct CMUnitTest socket_tests[] = {
 		cmocka_unit_test_setup_teardown(test_data, rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(test_too_big, rw_test_setup_log,
+						rw_test_teardown_log),
 	};
 
 	rw_test_log_install();

@@ -175,6 +175,20 @@ static int recv_header(struct rw_fuse_comm *c, struct fuse_req *m, const size_t 
 	if (h->size > m->cap) {
 		RW_WARN(RW_LOG_NET, "fuse: %s: message #%u has %llu bytes, the buffer %zu",
 			c->vname, m->seq, (unsigned long long)h->size, m->cap);
+		/* The sender fails too, and at once: its piece 1 meets an empty
+		 * receive (its first piece fitted, or this header would not have
+		 * come), which the member transport refuses on both sides. */
+		if (h->npieces > 1) {
+			struct rw_net_req *r = NULL;
+			void *data = m->data;
+			size_t zero = 0;
+			int tag = piece_tag(m->seq, 1);
+
+			if (rw_net_irecv(c->sub[1].c, 1, &data, &zero, &tag,
+					 m->mr ? &m->mr->sub[1] : NULL, &r) == 0 &&
+			    r)
+				sreq_add(c, r, m, 1, 1, 0, FUSE_SR_PIECE);
+		}
 		return comm_fail(c, -1, -EMSGSIZE, "a message larger than its receive buffer");
 	}
 	rest = h->size > FUSE_PIECE0 ? h->size - FUSE_PIECE0 : 0;
