@@ -12,6 +12,11 @@ const char *rw_version(void)
 	return RW_VERSION_STRING;
 }
 
+int rw_cuda_support(void)
+{
+	return RW_HAVE_CUDA ? 1 : 0;
+}
+
 const char *rw_strerror(int err)
 {
 	const char *s;

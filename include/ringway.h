@@ -86,6 +86,10 @@ typedef enum {
 /** "0.1.0": the library's version. */
 RW_API const char *rw_version(void);
 
+/** 1 when this libringway was built with CUDA (device buffers are reduced
+ *  on the GPU; a program may pass them), else 0 (host memory only). */
+RW_API int rw_cuda_support(void);
+
 /** Text for a value returned by a ringway call (0 or -errno).  Static. */
 RW_API const char *rw_strerror(int err);
 
@@ -219,7 +223,8 @@ typedef struct rw_unique_id {
  * random job secret.  The listener belongs to the calling process until
  * its rw_comm_init_id() as rank 0 takes it; at most 16 ids are held at
  * once (the oldest unused one is closed for a 17th).  Does not block.
- * eturn 0; -EINVAL (id NULL); -ENODEV (no interface with an address);
+ * 
+eturn 0; -EINVAL (id NULL); -ENODEV (no interface with an address);
  *   or the -errno of listen.
  */
 RW_API int rw_get_unique_id(rw_unique_id_t *id);
@@ -229,7 +234,8 @@ RW_API int rw_get_unique_id(rw_unique_id_t *id);
  * the same id; rank 0 must be the process whose rw_get_unique_id() made
  * it (it takes over that listener).  The id's job secret wins over
  * config->secret and RINGWAY_SECRET.  Each id serves one communicator.
- * eturn as rw_comm_init_config(); -EINVAL also for an id that is not
+ * 
+eturn as rw_comm_init_config(); -EINVAL also for an id that is not
  *   one (logged), or, on rank 0, one this process did not make or already
  *   used.
  */

@@ -59,5 +59,16 @@ def _create(opts, _backend_options=None):
     return _C.create(rank, size, bytes(uid), timeout_ms, rw_timeout)
 
 
+def _devices():
+    """cpu; and cuda where libringway was built with CUDA and a GPU is here
+    (c10d makes one backend per device: no second communicator without one)."""
+    import torch
+
+    devs = ["cpu"]
+    if _C.cuda_support() and torch.cuda.is_available():
+        devs.append("cuda")
+    return devs
+
+
 if "ringway" not in dist.Backend.backend_list:
-    dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=["cpu"])
+    dist.Backend.register_backend(BACKEND, _create, extended_api=True, devices=_devices())

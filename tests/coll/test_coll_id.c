@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "coll_test.h"
+#include "common/rw_build.h"
 #include "common/rw_common.h"
 #include "include/ringway.h"
 
@@ -186,6 +187,8 @@ static void bad_ids(void **state)
 	assert_int_equal(rw_comm_get_error(c, NULL, NULL, 0), 0);
 	assert_int_equal(rw_comm_destroy(c), 0);
 	assert_int_equal(rw_comm_get_error(NULL, NULL, NULL, 0), 0);
+	/* what ringway_torch registers "cuda" by */
+	assert_int_equal(rw_cuda_support(), RW_HAVE_CUDA ? 1 : 0);
 }
 
 int main(void)

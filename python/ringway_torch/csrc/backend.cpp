@@ -775,4 +775,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
 	      pybind11::arg("id"), pybind11::arg("timeout_ms"),
 	      pybind11::arg("rw_timeout_ms") = pybind11::none());
 	m.def("version", [] { return std::string(rw_version()); });
+	m.def(
+		"cuda_support", [] { return rw_cuda_support() != 0; },
+		"libringway was built with CUDA: cuda tensors can go through it");
 }
