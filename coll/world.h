@@ -85,14 +85,14 @@ int rw_world_error(const struct rw_comm *w, int *failed_rank, char *buf, size_t 
  * Listen on an ephemeral port of every address (cfg's socket interface
  * choice names the one put in the id) and describe it, with a fresh job
  * secret, in *id.  The listener is held for rw_world_id_root().
- * eturn 0, -EINVAL, -ENODEV or the -errno of listen (logged).
+ * \return 0, -EINVAL, -ENODEV or the -errno of listen (logged).
  */
 int rw_world_id_make(const struct rw_config *cfg, rw_unique_id_t *id);
 
 /**
  * The rendezvous "host:port#key" of id in root (len bytes); on rank 0 also
  * the listener rw_world_id_make() held for it, in *listen_fd (else -1).
- * eturn 0, or -EINVAL (not an id; on rank 0: not made by this process,
+ * \return 0, or -EINVAL (not an id; on rank 0: not made by this process,
  * or already taken), logged.
  */
 int rw_world_id_root(const rw_unique_id_t *id, int rank, char *root, size_t len, int *listen_fd);

@@ -223,8 +223,7 @@ typedef struct rw_unique_id {
  * random job secret.  The listener belongs to the calling process until
  * its rw_comm_init_id() as rank 0 takes it; at most 16 ids are held at
  * once (the oldest unused one is closed for a 17th).  Does not block.
- * 
-eturn 0; -EINVAL (id NULL); -ENODEV (no interface with an address);
+ * \return 0; -EINVAL (id NULL); -ENODEV (no interface with an address);
  *   or the -errno of listen.
  */
 RW_API int rw_get_unique_id(rw_unique_id_t *id);
@@ -234,8 +233,7 @@ RW_API int rw_get_unique_id(rw_unique_id_t *id);
  * the same id; rank 0 must be the process whose rw_get_unique_id() made
  * it (it takes over that listener).  The id's job secret wins over
  * config->secret and RINGWAY_SECRET.  Each id serves one communicator.
- * 
-eturn as rw_comm_init_config(); -EINVAL also for an id that is not
+ * \return as rw_comm_init_config(); -EINVAL also for an id that is not
  *   one (logged), or, on rank 0, one this process did not make or already
  *   used.
  */
