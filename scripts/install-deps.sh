@@ -43,7 +43,8 @@ done
 # clones), made once.  TORCH_VERSION pins the wheel (PyPI's, with its CUDA
 # dependencies: about 5.4 GB, 1.5 min here).
 torch_venv() {
-  local venv=${TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/ringway/venv}
+  local home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+  local venv=${TORCH_VENV:-${XDG_CACHE_HOME:-$home/.cache}/ringway/venv}
   local want=${TORCH_VERSION:-2.15.0}
   if "$venv/bin/python" -c 'import torch' >/dev/null 2>&1; then
     return 0
