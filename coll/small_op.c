@@ -35,8 +35,9 @@
 #include "coll/coll_internal.h"
 #include "common/rw_log.h"
 
-#define SIG_BYTES sizeof(struct rw_coll_sig)
-#define MAX_MSGS  64 /* sends or receives of one rank: direct P-1, rd log2(P)+1 */
+#define SIG_BYTES      sizeof(struct rw_coll_sig)
+#define MAX_MSGS       64   /* sends or receives of one rank: direct P-1, rd log2(P)+1 */
+#define NOTICE_HOPS_MS 1000 /* how long a lost link to a non-neighbour waits for a notice */
 
 /* One message of this rank's schedule. */
 struct msg {
@@ -287,6 +288,32 @@ static size_t msg_bytes(const struct rw_coll_req *r)
 	return SIG_BYTES + r->a.count * r->esize;
 }
 
+/*
+ * The link to peer failed.  Failure notices travel round the ring on the
+ * control links, but these links reach ranks that are not ring neighbours:
+ * a peer that closed its links because a third rank died has told only its
+ * ring neighbours, and the notice needs a few hops to get here.  So before
+ * blaming a peer that is no ring neighbour, listen on the control links a
+ * while (bounded) for a notice naming the rank that really failed.
+ */
+static int link_failed(struct rw_coll_req *r, int err, int peer, const char *what, int round)
+{
+	struct rw_coll_comm *c = r->comm;
+	uint64_t until = rw_now_ms() + NOTICE_HOPS_MS;
+
+	if (err != -EMSGSIZE && err != -EPROTO && peer != rw_coll_next(c) &&
+	    peer != rw_coll_prev(c)) {
+		while (!c->error && rw_now_ms() < until) {
+			if (rw_coll_ctl_progress(r))
+				break;
+			usleep(1000);
+		}
+		if (c->error)
+			return c->error; /* a notice: the failed rank is named */
+	}
+	return rw_coll_fail(r, err, peer, what, round, 0);
+}
+
 static int post_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
@@ -298,7 +325,7 @@ static int post_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
 	rc = rw_net_isend(l->comm, out_slot(c, m->slot), msg_bytes(r), RW_COLL_TAG,
 			  c->small->mr[m->link], &m->req);
 	if (rc)
-		return rw_coll_fail(r, rc, m->peer, "sending to", m->round, 0);
+		return link_failed(r, rc, m->peer, "sending to", m->round);
 	m->posted = m->req != NULL;
 	if (m->posted)
 		c->stats.chunks_sent++;
@@ -318,7 +345,7 @@ static int post_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
 		return 0;
 	rc = rw_net_irecv(l->comm, 1, &data, &size, &tag, &c->small->mr[m->link], &m->req);
 	if (rc)
-		return rw_coll_fail(r, rc, m->peer, "posting a receive from", m->round, 0);
+		return link_failed(r, rc, m->peer, "posting a receive from", m->round);
 	m->posted = m->req != NULL;
 	*progressed |= m->posted;
 	return 0;
@@ -332,7 +359,7 @@ static int test_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
 		return 0;
 	rc = rw_net_test(m->req, &done, NULL);
 	if (rc)
-		return rw_coll_fail(r, rc, m->peer, "sending to", m->round, 0);
+		return link_failed(r, rc, m->peer, "sending to", m->round);
 	m->done = done;
 	*progressed |= m->done;
 	return 0;
@@ -350,7 +377,7 @@ static int test_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
 		return 0;
 	rc = rw_net_test(m->req, &done, &got);
 	if (rc)
-		return rw_coll_fail(r, rc, m->peer, "receiving from", m->round, 0);
+		return link_failed(r, rc, m->peer, "receiving from", m->round);
 	if (!done)
 		return 0;
 	if (got >= SIG_BYTES)

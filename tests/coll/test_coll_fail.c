@@ -83,6 +83,7 @@ static int killed(struct rw_comm *w, int rank, int p, void *arg)
 		if (!named(VICTIM)) {
 			fprintf(stderr, "rank %d: failed with %d but named no rank %d\n", rank, rc,
 				VICTIM);
+			rw_test_log_dump(stderr, "  saw: ");
 			return 1;
 		}
 		free(buf);
