@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """ringway_torch: ringway as a torch.distributed backend.
 
-    pip install --no-build-isolation ./python    # against the torch installed here
+    pip install ./python    # against the torch installed in this environment
 
 The C++ extension is built against the installed torch and libringway:
 LIBRINGWAY_DIR (a folder holding libringway.so.0, e.g. build/coll), else the
