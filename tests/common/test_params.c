@@ -26,7 +26,7 @@ static void defaults_parse_and_are_in_bounds(void **state)
 	}
 	assert_int_equal(cfg.timeout_ms, 600000);
 	assert_int_equal(cfg.socket_nstreams, 4);
-	assert_int_equal(cfg.socket_min_stripe, 256 * 1024);
+	assert_int_equal(cfg.socket_min_stripe, 1024 * 1024);
 	assert_int_equal(cfg.transport, RW_TRANSPORT_AUTO);
 	assert_int_equal(cfg.debug, RW_LOG_WARN);
 	assert_string_equal(cfg.socket_ifname, "");
@@ -112,7 +112,7 @@ static void bad_values_warn_and_keep_default(void **state)
 	assert_int_equal(rw_test_config(&cfg, env), 4);
 	assert_int_equal(cfg.timeout_ms, 600000);
 	assert_int_equal(cfg.socket_nstreams, 4);
-	assert_int_equal(cfg.socket_min_stripe, 256 * 1024);
+	assert_int_equal(cfg.socket_min_stripe, 1024 * 1024);
 	assert_int_equal(cfg.transport, RW_TRANSPORT_AUTO);
 	/* each warning names the variable, the value and the default */
 	assert_int_equal(rw_test_log_count("RINGWAY_TIMEOUT_MS='12abc' rejected"), 1);
