@@ -47,27 +47,29 @@ const char *rw_coll_algo_name(enum rw_coll_algo algo)
  * auto, allreduce on host memory: the latency algorithms up to these sizes
  * (bytes of the buffer), by rank count and by the links' transport (shm,
  * or a network: socket, ib); measured with ringway-perf --local P over shm
- * and socket on the 2-core build host, P = 2..5 (coll/README.md has the
- * figures).  The first row that covers P applies; 6..16 ranks are
- * extrapolated by the model above (the crossover grows with P, and a
- * rank count that is not a power of two pays rd's fold: two more messages
- * of the whole buffer).
+ * and socket on the 2-core build host, P = 2..5, twice: before and after
+ * the ring lost its token round trip (coll/README.md has the figures).  The first row that covers P
+ * applies; 6..16 ranks are extrapolated by the model above (the crossover grows with P, and a rank
+ * count that is not a power of two pays rd's fold: two more messages of the whole buffer).
  */
-static const struct lat_row {
+struct lat_row {
 	int max_ranks;
 	size_t direct_max; /* direct exchange up to here */
 	size_t rd_max;	   /* then recursive doubling up to here */
-} lat_shm[] =
-	{
-		{2, 64 << 10, 0}, /* 2 ranks: rd and direct are the same one exchange */
-		{3, 16 << 10, 0},
-		{4, 0, 128 << 10},
-		{INT_MAX, 0, 16 << 10},
-},
-  lat_net[] = {
-	  {2, 256 << 10, 0},
-	  {4, 0, 1 << 20},
-	  {INT_MAX, 0, 128 << 10},
+};
+
+static const struct lat_row lat_shm[] = {
+	{2, 64 << 10, 0}, /* 2 ranks: rd and direct are the same one exchange */
+	{3, 16 << 10, 128 << 10},
+	{4, 0, 64 << 10},
+	{INT_MAX, 0, 16 << 10},
+};
+
+static const struct lat_row lat_net[] = {
+	{2, 256 << 10, 0},
+	{3, 0, 512 << 10},
+	{4, 0, 64 << 10},
+	{INT_MAX, 0, 128 << 10},
 };
 
 /*
