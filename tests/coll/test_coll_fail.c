@@ -40,9 +40,43 @@ static bool named(int who)
 	return rw_test_log_count(pat) > 0;
 }
 
+/*
+ * A killed rank, shared by the forked ranks: the survivors leave together,
+ * once each has checked its warnings (a rank that exits resets its sockets,
+ * and a failure notice a slower rank has not read yet goes with them: that
+ * rank would then blame the rank that left; see struct stall_barrier).
+ */
+struct kill_case {
+	atomic_int checked;
+	size_t count;
+};
+
+static int survivor_leaves(struct kill_case *k, int p, int code)
+{
+	uint64_t deadline = rw_now_ms() + 30000;
+
+	fflush(stderr);
+	atomic_fetch_add(&k->checked, 1);
+	while (atomic_load(&k->checked) < p - 1 && rw_now_ms() < deadline)
+		usleep(1000);
+	return code;
+}
+
+static struct kill_case *kill_case_new(size_t count)
+{
+	struct kill_case *k =
+		mmap(NULL, sizeof(*k), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	assert_true(k != MAP_FAILED);
+	atomic_init(&k->checked, 0);
+	k->count = count;
+	return k;
+}
+
 static int killed(struct rw_comm *w, int rank, int p, void *arg)
 {
-	const size_t count = arg ? *(const size_t *)arg : COUNT;
+	struct kill_case *k = arg;
+	const size_t count = k->count;
 	struct rw_coll_comm *c = coll_of(w);
 	float *buf = calloc(count, sizeof(float));
 	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
@@ -75,32 +109,34 @@ static int killed(struct rw_comm *w, int rank, int p, void *arg)
 		took = rw_now_ms() - t0;
 		if (rc == 0)
 			continue;
+		free(buf);
 		if (took > TIMEOUT_MS) {
 			fprintf(stderr, "rank %d: the error took %llu ms\n", rank,
 				(unsigned long long)took);
-			return 1;
+			return survivor_leaves(k, p, 1);
 		}
 		if (!named(VICTIM)) {
 			fprintf(stderr, "rank %d: failed with %d but named no rank %d\n", rank, rc,
 				VICTIM);
 			rw_test_log_dump(stderr, "  saw: ");
-			return 1;
+			return survivor_leaves(k, p, 1);
 		}
-		free(buf);
-		return 0;
+		return survivor_leaves(k, p, 0);
 	}
 	fprintf(stderr, "rank %d: never saw the failure\n", rank);
-	return 1;
+	return survivor_leaves(k, p, 1);
 }
 
 static void a_killed_rank_is_named_by_every_rank(void **state)
 {
 	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "5000", "RINGWAY_CHUNK_BYTES",
 					  "64K", NULL};
+	struct kill_case *k = kill_case_new(COUNT);
 	int codes[4];
 
 	(void)state;
-	coll_fork_codes(4, env, killed, NULL, 60, codes);
+	coll_fork_codes(4, env, killed, k, 60, codes);
+	munmap(k, sizeof(*k));
 	for (int r = 0; r < 4; r++)
 		assert_int_equal(codes[r], r == VICTIM ? 128 + SIGKILL : 0);
 }
@@ -119,7 +155,10 @@ static void a_killed_rank_is_named_rd_direct(void **state)
 					   NULL};
 
 		for (int p = 4; p <= 5; p++) {
-			coll_fork_codes(p, env, killed, &count, 60, codes);
+			struct kill_case *k = kill_case_new(count);
+
+			coll_fork_codes(p, env, killed, k, 60, codes);
+			munmap(k, sizeof(*k));
 			for (int r = 0; r < p; r++)
 				if (codes[r] != (r == VICTIM ? 128 + SIGKILL : 0))
 					fail_msg("%s, %d ranks: rank %d ended with %d", algos[i], p,
