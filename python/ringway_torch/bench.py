@@ -5,7 +5,8 @@
 
 Float32 sum, in place, on CPU tensors.  For each size both backends run
 -w warm-up then -n timed calls, -r rounds alternating which goes first;
-a round's time is the slowest rank's mean per call, and the table shows
+a round's time is the slowest rank's mean per call (the calls issued
+back to back with async_op=True, one wait for the batch), and the table shows
 each backend's median round (nccl-tests' columns: time in us, algbw and
 busbw in GB/s = 1e9 B/s, busbw = algbw x 2(n-1)/n), then ringway's busbw
 over Gloo's.  Figures are printed, never judged.
@@ -35,8 +36,14 @@ def timed(t, group, iters, warmup):
     dist.barrier(group=group)
     t0 = time.perf_counter()
     works = [dist.all_reduce(t, group=group, async_op=True) for _ in range(iters)]
+    # As nccl-tests (and ringway-perf) do: one wait for the batch.  ringway's
+    # works complete in order, so the last one's wait covers all; waiting on
+    # each in turn would wake this thread once per call, and on a loaded host
+    # each wake-up takes a core from the collectives.  (Gloo's may complete
+    # out of order: the loop below waits for every one.)
+    works[-1].wait()
     for w in works:
-        w.wait()
+        w.wait()  # done already: raises if one failed
     return (time.perf_counter() - t0) / iters
 
 

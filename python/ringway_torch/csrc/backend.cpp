@@ -187,6 +187,14 @@ size_t count_of(const Operand &o)
 
 } // namespace
 
+// The type of a Work's future value (a list of tensors), made once: not
+// one allocation more per collective.
+const c10::TypePtr &tensor_list_type()
+{
+	static const c10::TypePtr type = c10::ListType::create(c10::TensorType::get());
+	return type;
+}
+
 class RingwayBackend;
 
 // One collective: completed by the worker, waited on by the caller.
@@ -196,8 +204,7 @@ class RingwayWork : public c10d::Work
 	RingwayWork(int rank, OpType type, const char *title, std::vector<at::Tensor> outputs,
 		    milliseconds timeout)
 	    : c10d::Work(rank, type, title), outputs_(std::move(outputs)),
-	      future_(c10::make_intrusive<at::ivalue::Future>(
-		      c10::ListType::create(c10::TensorType::get()))),
+	      future_(c10::make_intrusive<at::ivalue::Future>(tensor_list_type())),
 	      timeout_(timeout), title_(title)
 	{
 	}
