@@ -40,7 +40,7 @@
 
 #define NOTICE_MAGIC	0x42415752u /* "RWAB" */
 #define TOKEN_MAGIC	0x4b4f5752u /* "RWOK" */
-#define NOTICE_GRACE_MS 200	    /* how long a link error waits for a notice */
+#define NOTICE_GRACE_MS 1000	    /* how long a link error waits for a notice */
 #define SIZE_GRACE_MS	1000	    /* how long a wrong size waits for a signature */
 #define NOTICE_OFF	32	    /* a notice in the ctl buffer; a mismatch notice at 96 */
 #define MISMATCH_OFF	96
@@ -277,6 +277,30 @@ bool rw_coll_tokens_in(const struct rw_coll_req *r)
 	return true;
 }
 
+/*
+ * Send a notice and see it leave, bounded by NOTICE_GRACE_MS: a transport
+ * takes a send only into a receive the neighbour posted (-EAGAIN until its
+ * credit arrives), and a rank that failed may not call in again to push it,
+ * so "best effort" alone lost notices under load (the neighbour then named
+ * this rank instead of the one that failed).  A neighbour that is gone or
+ * never posts costs at most the grace; its link says what happened.
+ */
+static void notice_push(struct rw_coll_link *l, size_t off, size_t len)
+{
+	uint64_t until = rw_now_ms() + NOTICE_GRACE_MS;
+	int rc;
+
+	while ((rc = ctl_send(l, off, len)) == -EAGAIN && rw_now_ms() < until)
+		usleep(200);
+	if (rc)
+		return;
+	while (l->comm && l->sq_n && rw_now_ms() < until) {
+		ctl_sends_reap(l);
+		if (l->sq_n)
+			usleep(200);
+	}
+}
+
 /* Tell both neighbours (but not the failed rank, unless it is alive) once;
  * a mismatch notice may follow a plain one (a wrong size was seen first). */
 static void notices_send(struct rw_coll_comm *c, const struct notice *n)
@@ -293,7 +317,7 @@ static void notices_send(struct rw_coll_comm *c, const struct notice *n)
 
 		memcpy(l->ctl->buf + off, n, sizeof(*n));
 		l->notice_sent |= bit;
-		ctl_send(l, off, sizeof(*n)); /* best effort */
+		notice_push(l, off, sizeof(*n));
 	}
 }
 

@@ -376,8 +376,16 @@ static int mismatched(struct rw_comm *w, int rank, int p, void *arg)
 	}
 	free(send);
 	free(recv);
-	if (code)
+	if (code) {
+		fprintf(stderr,
+			"rank %d of %d called kind %d dtype %d count %zu op %d root %d (the odd "
+			"rank: "
+			"kind %d dtype %d count %zu op %d root %d)\n",
+			rank, p, (int)m->kind, (int)m->dtype, m->count, (int)m->op, m->root,
+			(int)m->odd_kind, (int)m->odd_dtype, m->odd_count, (int)m->odd_op,
+			m->odd_root);
 		rw_test_log_dump(stderr, "  saw: ");
+	}
 	fflush(stderr);
 	/* every rank takes part to the end: none may leave early */
 	atomic_fetch_add(&m->b.checked, 1);
