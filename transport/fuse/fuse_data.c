@@ -483,6 +483,7 @@ int rw_fuse_comm_new(struct rw_fuse_net *f, int vdev, bool send, int nsubs,
 	c->send = send;
 	c->nsubs = nsubs;
 	c->timeout_ms = f->base.cfg.timeout_ms;
+	rw_list_init(&c->mrs);
 	c->moved_ms = rw_now_ms();
 	snprintf(c->vname, sizeof(c->vname), "%s", v->name);
 	for (int i = 0; i < nsubs; i++) {
@@ -519,6 +520,16 @@ int rw_fuse_close_comm(struct rw_net_comm *base)
 	if (rc)
 		return rc;
 	rw_net_dereg_mr(c->sub[0].c, c->ctrl_mr);
+	while (!rw_list_empty(&c->mrs)) { /* as every transport's close: the
+					     registrations go with the comm */
+		struct rw_fuse_mr *m =
+			rw_container_of(rw_list_pop(&c->mrs), struct rw_fuse_mr, link);
+
+		for (int i = 0; i < c->nsubs; i++)
+			rw_net_dereg_mr(c->sub[i].c, m->sub[i]);
+		rw_obj_close(&m->obj);
+		free(m);
+	}
 	for (int i = 0; i < c->nsubs; i++)
 		subs[i] = c->sub[i].c;
 	close_subs(c->send, c->nsubs, subs); /* cancels what is in flight */
@@ -573,6 +584,7 @@ static int mr_new(struct rw_fuse_comm *c, void *data, size_t size, int type, boo
 		return rc;
 	}
 	rw_obj_open(&m->obj, FUSE_MR_KIND);
+	rw_list_add(&c->mrs, &m->link);
 	*out = &m->base;
 	return 0;
 }
@@ -628,6 +640,7 @@ int rw_fuse_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *base)
 
 		rc = rc ? rc : r;
 	}
+	rw_list_del(&m->link);
 	rw_obj_close(&m->obj);
 	free(m);
 	return rc;

@@ -129,6 +129,7 @@ struct fuse_req {
 struct rw_fuse_mr {
 	struct rw_net_mr base;
 	struct rw_obj obj;
+	struct rw_list link; /* in its comm's mrs */
 	int type;
 	struct rw_net_mr *sub[FUSE_SUBS];
 };
@@ -148,6 +149,7 @@ struct rw_fuse_comm {
 	uint64_t sreq_ids;	  /* member requests posted so far */
 	struct rw_fuse_hdr *ctrl; /* FUSE_MAX_REQS headers, registered on the control connection */
 	struct rw_net_mr *ctrl_mr;
+	struct rw_list mrs; /* the user's registrations: a close frees what is left */
 	struct fuse_req reqs[FUSE_MAX_REQS];
 	struct fuse_req *queue[FUSE_MAX_REQS]; /* messages in order, oldest first */
 	int nqueue;
