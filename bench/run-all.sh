@@ -25,5 +25,11 @@ if [[ $(id -u) -eq 0 ]]; then
   echo "=== placement: 2 hosts x 2 ranks behind shaped 1 Gbit/s links, placed vs rank order ==="
   "$here/multihost_links.sh" "$build"
 fi
+echo "=== the cost of network events for NCCL's profiler at 64 KiB ==="
+"$here/profiler_cost.sh" "$build"
+if [[ $(id -u) -eq 0 ]]; then
+  echo "=== NIC fusion: one shaped link vs two fused (network namespaces) ==="
+  "$here/fuse_links.sh" "$build"
+fi
 echo "=== host reduction kernels ==="
 "$build/tools/reduce-bench/ringway-reduce-bench" -d float32,float16,bfloat16 -o sum --host-only
