@@ -3,8 +3,8 @@
  * The same-host transport beyond the conformance suite: host identity and
  * handles, which path a message takes (slot, slot pipeline, cross-memory
  * attach, both processes copying one message), refusal of a peer that is
- * not who it should be (version, owner, mode, seals, nonce, uid, host), and
- * the auto transport's choice.
+ * not who it should be (version, owner, mode, seals, nonce, uid, host).
+ * The auto transport's choice and the properties are test_shm_auto.c.
  */
 #define _GNU_SOURCE /* memfd_create, F_ADD_SEALS */
 #include "support/rw_test.h"
@@ -17,102 +17,10 @@
 
 #include "common/rw_log.h"
 #include "net/test_shm_util.h"
-#include "transport/net_auto_proto.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_layout.h"
 
-#define MIB (1024 * 1024)
-
-static struct rw_config cfg;
-static struct rw_net *net;
-
-static const char *const env_default[] = {"RINGWAY_TIMEOUT_MS", "5000", NULL};
-
-static int make_net(const char *const *env)
-{
-	if (rw_test_config(&cfg, env) != 0)
-		return -1;
-	return rw_shm_create(&cfg, &net);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	rw_test_log_reset();
-	return make_net(env_default);
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	rw_net_destroy(net);
-	net = NULL;
-	if (rw_shm_live_total())
-		fail_msg("%ld shm objects still alive after destroy", rw_shm_live_total());
-	RW_TEST_ASSERT_LOG_CLEAN();
-	return 0;
-}
-
-struct pair {
-	struct rw_net_comm *s, *r;
-};
-
-static void pair_open(struct pair *p)
-{
-	char h[RW_NET_HANDLE_MAXSIZE];
-	struct rw_net_listen *l;
-	uint64_t end = rw_now_ms() + SHM_WAIT_MS;
-
-	p->s = p->r = NULL;
-	assert_int_equal(rw_net_listen(net, 0, h, &l), 0);
-	while (!p->s || !p->r) {
-		if (!p->s)
-			assert_int_equal(rw_net_connect(net, 0, h, &p->s), 0);
-		if (!p->r)
-			assert_int_equal(rw_net_accept(l, &p->r), 0);
-		assert_true(rw_now_ms() < end);
-	}
-	assert_int_equal(rw_net_close_listen(l), 0);
-}
-
-static void pair_close(struct pair *p)
-{
-	assert_int_equal(rw_net_close_send(p->s), 0);
-	assert_int_equal(rw_net_close_recv(p->r), 0);
-}
-
-/* One message of size bytes through p, checked byte for byte. */
-static void exchange(struct pair *p, size_t size)
-{
-	char *a = malloc(size + 1), *b = malloc(size + 1);
-	struct rw_net_mr *ma, *mb;
-	struct rw_net_req *rs, *rr;
-	uint64_t end = rw_now_ms() + SHM_WAIT_MS;
-	int ds = 0, dr = 0;
-	size_t got = 0;
-
-	assert_non_null(a);
-	assert_non_null(b);
-	rw_test_fill(a, size, size);
-	memset(b, 0, size);
-	assert_int_equal(rw_net_reg_mr(p->s, a, size, RW_PTR_HOST, &ma), 0);
-	assert_int_equal(rw_net_reg_mr(p->r, b, size, RW_PTR_HOST, &mb), 0);
-	assert_int_equal(shm_recv(p->r, b, size, 7, mb, &rr), 0);
-	assert_int_equal(shm_send(p->s, a, size, 7, ma, &rs), 0);
-	while (!ds || !dr) {
-		if (!ds)
-			assert_int_equal(rw_net_test(rs, &ds, NULL), 0);
-		if (!dr)
-			assert_int_equal(rw_net_test(rr, &dr, &got), 0);
-		assert_true(rw_now_ms() < end);
-	}
-	assert_int_equal(got, size);
-	assert_memory_equal(a, b, size);
-	assert_int_equal(rw_net_dereg_mr(p->s, ma), 0);
-	assert_int_equal(rw_net_dereg_mr(p->r, mb), 0);
-	free(a);
-	free(b);
-}
+#include "net/test_shm_fixture.h"
 
 /* --- identity and handles ---------------------------------------------- */
 
@@ -630,169 +538,6 @@ static void refuses_a_peer_that_is_not_right(void **state)
 	pair_close(&p);
 }
 
-/* --- auto ------------------------------------------------------------------- */
-
-static void auto_picks_shm_here_and_socket_elsewhere(void **state)
-{
-	static const char *const env_auto[] = {
-		"RINGWAY_TRANSPORT",
-		"auto",
-		"RINGWAY_SOCKET_IFNAME",
-		"=lo",
-		"RINGWAY_SOCKET_FAMILY",
-		"ipv4",
-		NULL,
-	};
-	static const char *const env_ib[] = {"RINGWAY_TRANSPORT", "ib", NULL};
-	char line[128];
-	static const char *const env_shm[] = {"RINGWAY_TRANSPORT", "shm", NULL};
-	struct rw_net *a = NULL;
-	char raw[RW_NET_HANDLE_MAXSIZE];
-	struct rw_auto_handle h;
-	struct rw_net_listen *l;
-	struct pair p;
-
-	(void)state;
-	rw_net_destroy(net);
-	net = NULL;
-	rw_test_log_expect("ib"); /* RINGWAY_TRANSPORT=ib without RDMA: an error, said once */
-	if (rw_test_config(&cfg, env_ib) == 0 && rw_net_create(&cfg, &a) == 0) {
-		assert_string_equal(rw_net_name(a), "ib"); /* this host has RDMA */
-		rw_net_destroy(a);
-	}
-
-	assert_int_equal(rw_test_config(&cfg, env_shm), 0);
-	assert_int_equal(rw_net_create(&cfg, &net), 0);
-	assert_string_equal(rw_net_name(net), "shm");
-	rw_net_destroy(net);
-
-	assert_int_equal(rw_test_config(&cfg, env_auto), 0);
-	assert_int_equal(rw_net_create(&cfg, &net), 0);
-	assert_int_equal(strncmp(rw_net_name(net), "auto (shm + ", 12), 0);
-	assert_int_equal(rw_net_listen(net, 0, raw, &l), 0);
-	memcpy(&h, raw, sizeof(h));
-	assert_int_equal(h.magic, RW_AUTO_MAGIC);
-	assert_int_equal(h.flags, RW_AUTO_HAS_SOCK | RW_AUTO_HAS_SHM);
-
-	/* this host: shm, said once at INFO */
-	rw_test_log_reset();
-	p.s = p.r = NULL;
-	while (!p.s || !p.r) {
-		if (!p.s)
-			assert_int_equal(rw_net_connect(net, 0, raw, &p.s), 0);
-		if (!p.r)
-			assert_int_equal(rw_net_accept(l, &p.r), 0);
-	}
-	assert_string_equal(rw_net_name(p.s->net), "shm");
-	assert_string_equal(rw_net_name(p.r->net), "shm");
-	assert_int_equal(rw_test_log_count("uses shm (peer on this host)"), 1);
-	exchange(&p, 300000);
-	pair_close(&p);
-
-	/* a handle from "another host": the network listener in it (ib where
-	 * this host has RDMA, else socket) */
-	h.shm.host.boot_id[5] ^= 0x10;
-	memcpy(raw, &h, sizeof(h));
-	p.s = p.r = NULL;
-	for (uint64_t end = rw_now_ms() + SHM_WAIT_MS; !p.s || !p.r;) {
-		if (!p.s)
-			assert_int_equal(rw_net_connect(net, 0, raw, &p.s), 0);
-		if (!p.r)
-			assert_int_equal(rw_net_accept(l, &p.r), 0);
-		assert_true(rw_now_ms() < end);
-	}
-	assert_string_not_equal(rw_net_name(p.s->net), "shm");
-	assert_string_equal(rw_net_name(p.r->net), rw_net_name(p.s->net));
-	snprintf(line, sizeof(line), "uses %s (peer on another host or network namespace)",
-		 rw_net_name(p.s->net));
-	assert_int_equal(rw_test_log_count(line), 1);
-	exchange(&p, 300000);
-	pair_close(&p);
-	assert_int_equal(rw_net_close_listen(l), 0);
-	rw_net_destroy(net);
-	net = NULL;
-	assert_int_equal(rw_test_config(&cfg, env_default), 0);
-	assert_int_equal(rw_shm_create(&cfg, &net), 0); /* for teardown */
-}
-
-/*
- * getProperties: what shm tells NCCL (README table), and the composite's
- * rule: its device is the network's, but every limit must hold for an shm
- * comm too, so each is the smaller of the two.
- */
-static void properties_hold_for_every_comm(void **state)
-{
-	static const char *const env_auto[] = {
-		"RINGWAY_TRANSPORT",
-		"auto",
-		"RINGWAY_SOCKET_IFNAME",
-		"=lo",
-		"RINGWAY_SOCKET_FAMILY",
-		"ipv4",
-		NULL,
-	};
-	static const char *const env_sock[] = {
-		"RINGWAY_TRANSPORT",
-		"socket",
-		"RINGWAY_SOCKET_IFNAME",
-		"=lo",
-		"RINGWAY_SOCKET_FAMILY",
-		"ipv4",
-		NULL,
-	};
-	struct rw_net_props s, n, a;
-	struct rw_net *sock = NULL, *au = NULL;
-	struct rw_net_mr *mr = (void *)0x1;
-	struct pair p;
-	char buf[64];
-
-	(void)state;
-	assert_int_equal(rw_net_get_properties(net, 0, &s), 0);
-	assert_string_equal(s.name, "shm");
-	assert_int_equal(s.max_recvs, RW_NET_MAX_RECVS); /* isend sees the posted receives */
-	assert_int_equal(s.reg_is_global, 0);		 /* a registration is its comm's */
-	assert_true(s.max_p2p_bytes == (1ull << 40));	 /* NCCL's ceiling */
-	assert_int_equal(s.max_multi_request_size, 1);
-	assert_true(s.speed_mbps > 0 && s.latency_us > 0);
-	assert_true(s.ptr_support & RW_PTR_HOST);
-	assert_false(s.ptr_support & RW_PTR_DMABUF);
-
-	/* dma-buf registrations (auto may advertise them): device memory only */
-	pair_open(&p);
-	rw_test_log_expect("regMr");
-	assert_int_equal(rw_net_reg_mr_dmabuf(p.s, buf, sizeof(buf), RW_PTR_HOST, 0, -1, &mr),
-			 -EINVAL);
-	assert_true(mr == (void *)0x1);
-	pair_close(&p);
-
-	assert_int_equal(rw_test_config(&cfg, env_sock), 0);
-	assert_int_equal(rw_net_create(&cfg, &sock), 0);
-	assert_int_equal(rw_net_get_properties(sock, 0, &n), 0);
-	assert_int_equal(rw_test_config(&cfg, env_auto), 0);
-	assert_int_equal(rw_net_create(&cfg, &au), 0);
-	if (strcmp(rw_net_name(au), "auto (shm + socket)") != 0) {
-		rw_net_destroy(au);
-		rw_net_destroy(sock);
-		skip(); /* this host has RDMA: the network transport is ib */
-	}
-	assert_int_equal(rw_net_get_properties(au, 0, &a), 0);
-	assert_string_equal(a.name, n.name); /* the network's device */
-	assert_int_equal(a.speed_mbps, n.speed_mbps);
-	assert_int_equal(a.max_recvs, RW_MIN(n.max_recvs, s.max_recvs));
-	assert_true(a.max_p2p_bytes == RW_MIN(n.max_p2p_bytes, s.max_p2p_bytes));
-	assert_true(a.max_coll_bytes == RW_MIN(n.max_coll_bytes, s.max_coll_bytes));
-	assert_int_equal(a.max_multi_request_size,
-			 RW_MIN(n.max_multi_request_size, s.max_multi_request_size));
-	assert_int_equal(a.reg_is_global, n.reg_is_global && s.reg_is_global);
-	assert_int_equal(a.ptr_support & ~(RW_PTR_CUDA | RW_PTR_DMABUF),
-			 n.ptr_support & ~(RW_PTR_CUDA | RW_PTR_DMABUF));
-	if (!(s.ptr_support & RW_PTR_CUDA))
-		assert_int_equal(a.ptr_support & (RW_PTR_CUDA | RW_PTR_DMABUF), 0);
-	rw_net_destroy(au);
-	rw_net_destroy(sock);
-	assert_int_equal(rw_test_config(&cfg, env_default), 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -803,9 +548,6 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(echo_of_mixed_sizes, setup, teardown),
 		cmocka_unit_test_setup_teardown(refuses_a_peer_that_is_not_right, setup, teardown),
-		cmocka_unit_test_setup_teardown(auto_picks_shm_here_and_socket_elsewhere, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(properties_hold_for_every_comm, setup, teardown),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

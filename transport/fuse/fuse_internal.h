@@ -161,7 +161,16 @@ static inline struct rw_fuse_net *fuse_net_from(struct rw_net *n)
 	return rw_container_of(n, struct rw_fuse_net, base);
 }
 
-/* fuse_data.c */
+static inline struct rw_fuse_comm *rw_fuse_comm_of(struct rw_net_comm *base)
+{
+	return rw_container_of(base, struct rw_fuse_comm, base);
+}
+
+/* fuse_comm.c: a comm's life and its registrations */
+/** c of base if it is an open fused comm (want_send: 1 send, 0 receive, -1
+ *  either); else one warning naming call, and -EINVAL/-EBADF. */
+int rw_fuse_comm_check(struct rw_net_comm *base, const char *call, int want_send,
+		       struct rw_fuse_comm **out);
 /** A fused comm over nsubs connected member comms (taken over; closed on failure). */
 int rw_fuse_comm_new(struct rw_fuse_net *f, int vdev, bool send, int nsubs,
 		     struct rw_net_comm *const *subs, struct rw_net_comm **out);
@@ -170,6 +179,11 @@ int rw_fuse_reg_mr(struct rw_net_comm *comm, void *data, size_t size, int type,
 int rw_fuse_reg_mr_dmabuf(struct rw_net_comm *comm, void *data, size_t size, int type,
 			  uint64_t offset, int fd, struct rw_net_mr **mr);
 int rw_fuse_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *mr);
+/** m of base if it is a registration of c (NULL base: *out NULL, 0); else one
+ *  warning naming call, and -EINVAL. */
+int rw_fuse_mr_check(struct rw_fuse_comm *c, struct rw_net_mr *base, const char *call,
+		     struct rw_fuse_mr **out);
+/* fuse_data.c: the striping data path */
 int rw_fuse_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
 		  struct rw_net_req **req);
 int rw_fuse_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes,
