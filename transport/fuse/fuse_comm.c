@@ -15,7 +15,7 @@
 #include "transport/fuse/fuse_internal.h"
 
 int rw_fuse_comm_check(struct rw_net_comm *base, const char *call, int want_send,
-		      struct rw_fuse_comm **out)
+		       struct rw_fuse_comm **out)
 {
 	static const uint32_t kinds[] = {FUSE_SEND_KIND, FUSE_RECV_KIND};
 	struct rw_fuse_comm *c = base ? rw_fuse_comm_of(base) : NULL;
@@ -192,7 +192,7 @@ int rw_fuse_reg_mr_dmabuf(struct rw_net_comm *comm, void *data, size_t size, int
 }
 
 int rw_fuse_mr_check(struct rw_fuse_comm *c, struct rw_net_mr *base, const char *call,
-		    struct rw_fuse_mr **out)
+		     struct rw_fuse_mr **out)
 {
 	struct rw_fuse_mr *m = base ? rw_container_of(base, struct rw_fuse_mr, base) : NULL;
 
@@ -229,4 +229,3 @@ int rw_fuse_dereg_mr(struct rw_net_comm *comm, struct rw_net_mr *base)
 	free(m);
 	return rc;
 }
-
