@@ -377,11 +377,11 @@ int rw_shm_test(struct rw_net_req *base, int *done, size_t *sizes)
 		return rc;
 	}
 	c = rw_shm_comm_from(base->comm);
-	now = rw_now_ns();
+	now = rw_shm_now(false);
 	if (!r->done && !progress(c, now) && !r->done && !c->fail &&
 	    rw_shm_check_peer(c, now, r->posted_ns, c->is_send ? "a send" : "a receive") == 0) {
-		rw_shm_idle(c, now);
-		progress(c, rw_now_ns());
+		if (rw_shm_idle(c, now))
+			progress(c, rw_shm_now(true));
 	}
 	if (!r->done && c->fail) {
 		r->err = c->fail;

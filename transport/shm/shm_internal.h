@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/rw_common.h"
 #include "transport/base/rw_base.h"
 #include "transport/rw_net.h"
 #include "transport/shm/shm.h"
@@ -256,6 +257,7 @@ struct rw_shm_data {
 	uint32_t post_used; /* its buffers taken so far (bit mask) */
 	int post_taken;	    /* its messages so far */
 	uint64_t seen_head, seen_acked, seen_claim, seen_posted;
+	uint32_t await_ack;	/* published CMA/CUDA sends not acked yet */
 	uint64_t wait_since_ns; /* isend has answered "not now" since; 0: it took */
 	uint64_t wait_last_ns;	/* the last "not now" */
 
@@ -263,7 +265,7 @@ struct rw_shm_data {
 	uint64_t head;	 /* slots consumed */
 	uint64_t acked;	 /* messages finished */
 	uint64_t posted; /* receives written to the post ring */
-	uint64_t seen_tail;
+	uint64_t seen_replayed;
 	uint64_t rx_seq; /* number of the next message to start */
 	enum rw_shm_rx_state rx;
 	struct rw_shm_req *cur_req; /* the receive of the current message */
@@ -315,6 +317,39 @@ static inline struct rw_shm_slot *rw_shm_slot_at(struct rw_shm_comm *c, uint64_t
 static inline char *rw_shm_slot_payload(struct rw_shm_slot *s)
 {
 	return (char *)s + RW_SHM_SLOT_HDR_BYTES;
+}
+
+/** Has the sender published slot number s (its stamp, shm_layout.h)? */
+static inline bool rw_shm_slot_ready(struct rw_shm_comm *c, uint64_t s)
+{
+	return __atomic_load_n(&rw_shm_slot_at(c, s)->stamp, __ATOMIC_ACQUIRE) == (uint32_t)(s + 1);
+}
+
+/** Has the receiver posted receive number p (its entry's stamp)? */
+static inline bool rw_shm_post_ready(const struct rw_shm_comm *c, uint64_t p)
+{
+	return __atomic_load_n(&c->d.post[p % RW_SHM_POST_RING].stamp, __ATOMIC_ACQUIRE) ==
+	       (uint32_t)(p + 1);
+}
+
+/*
+ * The clock of the poll loops: clock_gettime costs ~25 ns, more than a
+ * poll that finds nothing, so a thread reads it on every RW_SHM_CLOCK_EVERY
+ * call and otherwise answers the last reading (what it times, the pure
+ * polling before yielding and the peer checks, counts in microseconds and
+ * more).  fresh: read it now (after a sleep, or for a timestamp kept).
+ */
+#define RW_SHM_CLOCK_EVERY 16
+extern _Thread_local uint64_t rw_shm_clock_ns;
+extern _Thread_local unsigned rw_shm_clock_calls;
+
+static inline uint64_t rw_shm_now(bool fresh)
+{
+	if (fresh || ++rw_shm_clock_calls >= RW_SHM_CLOCK_EVERY || !rw_shm_clock_ns) {
+		rw_shm_clock_calls = 0;
+		rw_shm_clock_ns = rw_now_ns();
+	}
+	return rw_shm_clock_ns;
 }
 
 /* --- shm_conn.c ------------------------------------------------------------ */
@@ -413,8 +448,10 @@ void rw_shm_cma_job_retire(struct rw_shm_comm *c);
 void rw_shm_ring(struct rw_shm_comm *c);
 /** Did the peer write anything this comm waits for since last looked? */
 bool rw_shm_peek(struct rw_shm_comm *c);
-/** After spin_ns without progress: sleep until rung or 1 ms passed. */
-void rw_shm_idle(struct rw_shm_comm *c, uint64_t now);
+/** After spin_ns without progress: sleep until rung or 1 ms passed.
+ *  \return true when it yielded or slept (look again), false when the
+ *  caller should just poll again. */
+bool rw_shm_idle(struct rw_shm_comm *c, uint64_t now);
 /**
  * Is the connection still good for what has waited since since_ns (what:
  * "a receive", ... for the message)?  Rate-limited; fails the comm (logging

@@ -11,6 +11,13 @@
  *      posted receive that takes it: NCCL's IB rule); each side's line
  *      carries a failure word (failed, and the sender's failed_seq), so a
  *      comm that fails tells its peer at once.
+ *   3  a slot and a post entry carry a stamp, stored last with release
+ *      order: the reader polls the entry itself (one cache line) instead of
+ *      a counter line, then the entry; an INLINE message's payload starts
+ *      in the slot header's line (RW_SHM_SLOT_INLINE_OFF), so a message of
+ *      up to 24 bytes is one line; each side's line is two, the counters
+ *      the peer polls and the rarely written words (closed, failed), so a
+ *      failure check does not miss on every message.
  *
  * Rendezvous.  A listener binds an AF_UNIX SOCK_SEQPACKET socket to the
  * abstract name RW_SHM_SOCK_PREFIX "<nonce as 16 hex digits>"; the handle
@@ -29,18 +36,20 @@
  * (RW_SHM_POST_RING entries), then nslots slots of slot_bytes:
  *
  *   line 0  rw_shm_seg_hdr     written once by the creator
- *   line 1  sender line        tail (slots published), replayed (posted
- *                              receives the sender is done with), closed,
- *                              failed, failed_seq: sender only
- *   line 2  receiver line      head (slots consumed), acked (messages
- *                              finished), posted (receives posted),
+ *   1, 2    sender lines       tail (slots published), replayed (posted
+ *                              receives the sender is done with); then
+ *                              closed, failed, failed_seq: sender only
+ *   3, 4    receiver lines     head (slots consumed), acked (messages
+ *                              finished), posted (receives posted); then
  *                              closed, accepted, failed: receiver only
- *   line 3  CMA job            claim word, addresses, size: both sides
- *   line 4  CMA progress       bytes done, error: both sides
- *   5..36   ack status ring    receiver only
+ *   line 5  CMA job            claim word, addresses, size: both sides
+ *   line 6  CMA progress       bytes done, error: both sides
+ *   7..38   ack status ring    receiver only
  *
  * Posted receives.  irecv writes its buffers' tags and sizes to the post
- * ring before it counts them in rx.posted.  isend matches against them the
+ * ring, then the entry's stamp (release), then counts it in rx.posted; the
+ * sender takes an entry whose stamp is its number + 1 (32 bits) as posted.  isend matches against
+ them the
  * way NCCL's IB transport does: a send is taken only when the oldest posted
  * receive that still has a free buffer has one with the send's tag (else
  * isend answers "not now" and the caller retries); the sender counts that
@@ -60,7 +69,11 @@
  * Each counter sits on its own 64-byte line with one writer, so a spinning
  * reader only misses when the line really changed (no false sharing).
  * Slot s of the ring is slot (s % nslots); a slot starts with a 64-byte
- * rw_shm_slot header followed by its payload.
+ * rw_shm_slot header followed by its payload (INLINE: from offset
+ * RW_SHM_SLOT_INLINE_OFF, inside the header's line).  The sender writes
+ * the slot, then its stamp (s + 1 in 32 bits, release): the receiver polls
+ * the stamp of slot head, so a small message costs the reader one line.
+ * tx.tail follows the stamps (peer checks, debugging), nobody polls it.
  *
  * Doorbell (one per process and transport instance).  A peer that publishes
  * something bumps seq and FUTEX_WAKEs it when sleepers is non-zero.
@@ -74,7 +87,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RW_SHM_VERSION	      2
+#define RW_SHM_VERSION	      3
 #define RW_SHM_MAGIC	      0x4d485352u /* "RSHM" as a little-endian word */
 #define RW_SHM_SEG_MAGIC      0x47455352u /* "RSEG" */
 #define RW_SHM_DB_MAGIC	      0x4c425752u /* "RWBL" */
@@ -186,26 +199,29 @@ struct rw_shm_seg_hdr {
 
 static_assert(sizeof(struct rw_shm_seg_hdr) == RW_SHM_CACHELINE, "segment header");
 
-/** Sender's line: only the sender writes it. */
+/** Sender's lines: only the sender writes them.  The second holds what
+ *  changes once per connection, so the receiver's check of it stays a hit. */
 struct rw_shm_seg_tx {
-	uint64_t tail;	     /* slots published (monotonic) */
-	uint64_t replayed;   /* posted receives the sender is done with */
-	uint32_t closed;     /* 1 once the sender closed its side */
-	int32_t failed;	     /* -errno once the sender's comm failed, else 0 */
-	uint64_t failed_seq; /* first message not published whole (failed != 0) */
-	uint64_t pad[4];
+	uint64_t tail;	     /*  0: slots published (monotonic) */
+	uint64_t replayed;   /*  8: posted receives the sender is done with */
+	uint64_t pad0[6];    /* 16 */
+	uint32_t closed;     /* 64: 1 once the sender closed its side */
+	int32_t failed;	     /* 68: -errno once the sender's comm failed, else 0 */
+	uint64_t failed_seq; /* 72: first message not published whole (failed != 0) */
+	uint64_t pad1[6];    /* 80 */
 };
 
-/** Receiver's line: only the receiver writes it. */
+/** Receiver's lines: only the receiver writes them (the second rarely). */
 struct rw_shm_seg_rx {
-	uint64_t head;	   /* slots consumed (monotonic) */
-	uint64_t acked;	   /* messages finished; status in ack[] */
-	uint64_t posted;   /* receives posted; entries in the post ring */
-	uint32_t closed;   /* 1 once the receiver closed its side */
-	uint32_t accepted; /* 1 once the receiver validated everything */
-	int32_t failed;	   /* -errno once the receiver's comm failed, else 0 */
-	uint32_t rsvd;
-	uint64_t pad[3];
+	uint64_t head;	   /*  0: slots consumed (monotonic) */
+	uint64_t acked;	   /*  8: messages finished; status in ack[] */
+	uint64_t posted;   /* 16: receives posted; entries in the post ring */
+	uint64_t pad0[5];  /* 24 */
+	uint32_t closed;   /* 64: 1 once the receiver closed its side */
+	uint32_t accepted; /* 68: 1 once the receiver validated everything */
+	int32_t failed;	   /* 72: -errno once the receiver's comm failed, else 0 */
+	uint32_t rsvd;	   /* 76 */
+	uint64_t pad1[6];  /* 80 */
 };
 
 /*
@@ -246,27 +262,29 @@ struct rw_shm_seg_prog {
 struct rw_shm_seg {
 	struct rw_shm_seg_hdr hdr;    /*   0 */
 	struct rw_shm_seg_tx tx;      /*  64 */
-	struct rw_shm_seg_rx rx;      /* 128 */
-	struct rw_shm_seg_job job;    /* 192 */
-	struct rw_shm_seg_prog prog;  /* 256 */
-	int32_t ack[RW_SHM_ACK_RING]; /* 320: status of message seq % ACK_RING */
+	struct rw_shm_seg_rx rx;      /* 192 */
+	struct rw_shm_seg_job job;    /* 320 */
+	struct rw_shm_seg_prog prog;  /* 384 */
+	int32_t ack[RW_SHM_ACK_RING]; /* 448: status of message seq % ACK_RING */
 };
 
-static_assert(sizeof(struct rw_shm_seg_tx) == RW_SHM_CACHELINE, "tx line");
-static_assert(sizeof(struct rw_shm_seg_rx) == RW_SHM_CACHELINE, "rx line");
+static_assert(sizeof(struct rw_shm_seg_tx) == 2 * RW_SHM_CACHELINE, "tx lines");
+static_assert(sizeof(struct rw_shm_seg_rx) == 2 * RW_SHM_CACHELINE, "rx lines");
+static_assert(offsetof(struct rw_shm_seg_tx, closed) == RW_SHM_CACHELINE, "tx lines");
+static_assert(offsetof(struct rw_shm_seg_rx, closed) == RW_SHM_CACHELINE, "rx lines");
 static_assert(sizeof(struct rw_shm_seg_job) == RW_SHM_CACHELINE, "job line");
 static_assert(sizeof(struct rw_shm_seg_prog) == RW_SHM_CACHELINE, "progress line");
 static_assert(offsetof(struct rw_shm_seg, tx) == 64, "segment layout");
-static_assert(offsetof(struct rw_shm_seg, rx) == 128, "segment layout");
-static_assert(offsetof(struct rw_shm_seg, job) == 192, "segment layout");
-static_assert(offsetof(struct rw_shm_seg, prog) == 256, "segment layout");
-static_assert(offsetof(struct rw_shm_seg, ack) == 320, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, rx) == 192, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, job) == 320, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, prog) == 384, "segment layout");
+static_assert(offsetof(struct rw_shm_seg, ack) == 448, "segment layout");
 static_assert(sizeof(struct rw_shm_seg) <= RW_SHM_CTRL_BYTES, "control page");
 
 /** One posted receive (irecv), in the post ring at RW_SHM_CTRL_BYTES. */
 struct rw_shm_post {
 	uint32_t n;	  /*   0: buffers, 1..RW_SHM_MAX_RECVS */
-	uint32_t rsvd;	  /*   4 */
+	uint32_t stamp;	  /*   4: seq + 1 (32 bits) once the entry is whole */
 	uint64_t seq;	  /*   8: number of the receive on this connection */
 	int32_t tag[8];	  /*  16: each buffer's tag */
 	uint64_t size[8]; /*  48: each buffer's size */
@@ -275,11 +293,12 @@ struct rw_shm_post {
 
 #define RW_SHM_MAX_RECVS 8 /* == RW_NET_MAX_RECVS */
 static_assert(sizeof(struct rw_shm_post) == 128, "post entry layout");
+static_assert(offsetof(struct rw_shm_post, size[2]) == 64, "n <= 2: the first line is enough");
 static_assert(RW_SHM_POST_BYTES % 4096 == 0, "slots start on a page");
 
 /* rw_shm_slot.kind */
 enum rw_shm_slot_kind {
-	RW_SHM_SLOT_INLINE = 1, /* the whole message is in this slot */
+	RW_SHM_SLOT_INLINE = 1, /* the whole message is in this slot, from INLINE_OFF */
 	RW_SHM_SLOT_FRAG = 2,	/* one piece of a message spread over slots */
 	RW_SHM_SLOT_CMA = 3,	/* descriptor: receiver copies from addr */
 	RW_SHM_SLOT_CUDA = 4,	/* descriptor: rw_shm_cuda_desc in the payload */
@@ -293,12 +312,15 @@ struct rw_shm_slot {
 	uint64_t seq;	   /* 16: message number on this connection */
 	uint64_t offset;   /* 24: FRAG: where this piece goes in the message */
 	uint32_t len;	   /* 32: payload bytes in this slot */
-	uint32_t rsvd0;	   /* 36 */
-	uint64_t addr;	   /* 40: CMA: the sender's address of the message */
-	uint64_t rsvd1[2]; /* 48 */
+	uint32_t stamp;	   /* 36: slot number + 1 (32 bits), stored last */
+	uint64_t addr;	   /* 40: CMA: the sender's address of the message; */
+	uint64_t rsvd1[2]; /* 48:   INLINE: the payload starts at 40 */
 };
 
+#define RW_SHM_SLOT_INLINE_OFF 40 /* an INLINE message's payload: 24 bytes in line 0 */
 static_assert(sizeof(struct rw_shm_slot) == RW_SHM_SLOT_HDR_BYTES, "slot header");
+static_assert(offsetof(struct rw_shm_slot, stamp) == 36, "slot header");
+static_assert(offsetof(struct rw_shm_slot, addr) == RW_SHM_SLOT_INLINE_OFF, "slot header");
 static_assert(offsetof(struct rw_shm_slot, seq) == 16, "slot header");
 static_assert(offsetof(struct rw_shm_slot, addr) == 40, "slot header");
 

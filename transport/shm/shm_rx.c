@@ -272,10 +272,10 @@ static int start_message(struct rw_shm_comm *c)
 	c->d.cur_err = 0;
 	switch (h.kind) {
 	case RW_SHM_SLOT_INLINE:
-		if (h.len != h.size || h.len > payload_bytes(c))
+		if (h.len != h.size || h.len > c->d.slot_bytes - RW_SHM_SLOT_INLINE_OFF)
 			return proto_error(c, "bad inline message", &h);
 		if (!c->d.cur_err)
-			c->d.cur_err = copy_in(b, 0, rw_shm_slot_payload(slot), h.len);
+			c->d.cur_err = copy_in(b, 0, (char *)slot + RW_SHM_SLOT_INLINE_OFF, h.len);
 		consume_slot(c);
 		finish_message(c);
 		return (int)RW_MAX(h.len, 1u);
@@ -307,14 +307,14 @@ static int start_message(struct rw_shm_comm *c)
 }
 
 /* Drive the current message.  \return bytes moved (> 0), 0 if waiting. */
-static long continue_message(struct rw_shm_comm *c, uint64_t tail)
+static long continue_message(struct rw_shm_comm *c)
 {
 	long n;
 	int err = 0, rc;
 
 	switch (c->d.rx) {
 	case RW_SHM_RX_FRAG:
-		if (c->d.head == tail)
+		if (!rw_shm_slot_ready(c, c->d.head))
 			return 0;
 		return take_fragment(c, rw_shm_slot_at(c, c->d.head));
 	case RW_SHM_RX_CMA:
@@ -379,30 +379,24 @@ static bool peer_failed(struct rw_shm_comm *c)
 int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_data *d = &c->d;
-	uint64_t tail, acked0 = d->acked, head0 = d->head;
+	uint64_t acked0 = d->acked, head0 = d->head;
 	unsigned long moved = 0;
 
 	if (c->fail)
 		return 0;
-	tail = __atomic_load_n(&d->seg->tx.tail, __ATOMIC_ACQUIRE);
-	d->seen_tail = tail;
 	while (moved < RX_BUDGET_BYTES && !peer_failed(c)) {
 		long n;
 
 		if (d->rx == RW_SHM_RX_IDLE) {
-			if (d->head == tail)
+			if (!rw_shm_slot_ready(c, d->head))
 				break;
 			n = start_message(c);
 		} else {
-			n = continue_message(c, tail);
+			n = continue_message(c);
 		}
 		if (n <= 0)
 			break;
 		moved += (unsigned long)n;
-		if (d->head == tail) {
-			tail = __atomic_load_n(&d->seg->tx.tail, __ATOMIC_ACQUIRE);
-			d->seen_tail = tail;
-		}
 	}
 	if (moved || d->acked != acked0 || d->head != head0 || c->fail) {
 		rw_shm_ring(c);
@@ -415,13 +409,16 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 /* Tell the sender about receive r (shm_layout.h: posted receives). */
 static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
 {
-	struct rw_shm_post e = {.n = (uint32_t)r->n, .seq = c->d.posted};
+	struct rw_shm_post *p = &c->d.post[c->d.posted % RW_SHM_POST_RING];
+	struct rw_shm_post e = {.n = (uint32_t)r->n, .stamp = p->stamp, .seq = c->d.posted};
 
 	for (int i = 0; i < r->n; i++) {
 		e.tag[i] = r->buf[i].tag;
 		e.size[i] = r->buf[i].cap;
 	}
-	memcpy(&c->d.post[c->d.posted % RW_SHM_POST_RING], &e, sizeof(e));
+	/* the old stamp stays until the entry is whole (the sender polls it) */
+	memcpy(p, &e, r->n <= 2 ? RW_SHM_CACHELINE : sizeof(e));
+	__atomic_store_n(&p->stamp, (uint32_t)(c->d.posted + 1), __ATOMIC_RELEASE);
 	c->d.posted++;
 	__atomic_store_n(&c->d.seg->rx.posted, c->d.posted, __ATOMIC_RELEASE);
 }
@@ -431,6 +428,7 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 {
 	struct rw_shm_comm *c;
 	struct rw_shm_req *r;
+	uint64_t now;
 	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, "irecv", &c);
 
 	if (rc)
@@ -467,11 +465,13 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 	if (c->fail)
 		return c->fail;
 	/* a peer that closed or failed makes this call fail, not the next test */
-	rw_shm_rx_progress(c, rw_now_ns());
-	if (rw_shm_check_peer(c, rw_now_ns(), rw_now_ns(), "a receive"))
+	now = rw_shm_now(false);
+	rw_shm_rx_progress(c, now);
+	if (rw_shm_check_peer(c, now, now, "a receive"))
 		return c->fail;
-	if (c->d.posted - __atomic_load_n(&c->d.seg->tx.replayed, __ATOMIC_ACQUIRE) >=
-		    RW_SHM_POST_RING ||
+	if (c->d.posted - c->d.seen_replayed >= RW_SHM_POST_RING) /* read only when full */
+		c->d.seen_replayed = __atomic_load_n(&c->d.seg->tx.replayed, __ATOMIC_ACQUIRE);
+	if (c->d.posted - c->d.seen_replayed >= RW_SHM_POST_RING ||
 	    !(r = rw_shm_req_get(c, RW_SHM_REQ_RECV))) {
 		*req = NULL; /* no room: the sender has yet to catch up */
 		return 0;
@@ -486,10 +486,12 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 		};
 	}
 	post(c, r);
-	r->posted_ns = rw_now_ns();
+	r->posted_ns = now;
 	rw_shm_queue_push(c, r);
-	rw_shm_rx_progress(c, r->posted_ns);
-	rw_shm_ring(c); /* a sender waiting to learn its messages' fate */
+	/* a sender waiting to learn its messages' fate: rung here, or by the
+	 * progress when it took a message for this receive */
+	if (!rw_shm_rx_progress(c, now))
+		rw_shm_ring(c);
 	*req = &r->base;
 	return 0;
 }

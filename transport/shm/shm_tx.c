@@ -59,18 +59,47 @@ static struct rw_shm_slot *slot_begin(struct rw_shm_comm *c, struct rw_shm_req *
 	return s;
 }
 
+/* The slot at tail is whole: stamp it (the receiver polls the stamp). */
+static void slot_end(struct rw_shm_comm *c, struct rw_shm_slot *s)
+{
+	__atomic_store_n(&s->stamp, (uint32_t)(c->d.tail + 1), __ATOMIC_RELEASE);
+	c->d.tail++;
+}
+
+/*
+ * Free slots: the head seen last tells, and the receiver's head line is
+ * read again only when that leaves fewer than want (a message that fits
+ * costs no read of a line the receiver writes on every message).
+ */
+static uint32_t free_slot_count(struct rw_shm_comm *c, uint32_t want)
+{
+	struct rw_shm_data *d = &c->d;
+	uint32_t n = d->nslots - (uint32_t)(d->tail - d->seen_head);
+
+	if (n < want) {
+		d->seen_head = __atomic_load_n(&d->seg->rx.head, __ATOMIC_ACQUIRE);
+		n = d->nslots - (uint32_t)(d->tail - d->seen_head);
+	}
+	return n;
+}
+
 /*
  * Publish what fits of r into free slots.  \return slots written; *stall
  * is set when r could not be finished now (ring full, or mode unknown).
  */
-static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t head, bool *stall)
+static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, bool *stall)
 {
-	uint32_t written = 0, free_slots = c->d.nslots - (uint32_t)(c->d.tail - head);
+	uint32_t written = 0, free_slots;
 	struct rw_shm_slot *s;
 
 	if (!r->mode)
 		r->mode = choose_mode(c, r);
-	if (!r->mode || !free_slots) {
+	if (!r->mode) {
+		*stall = true;
+		return 0;
+	}
+	free_slots = free_slot_count(c, r->mode == RW_SHM_SLOT_FRAG ? 2 : 1);
+	if (!free_slots) {
 		*stall = true;
 		return 0;
 	}
@@ -79,14 +108,15 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t he
 		s = slot_begin(c, r, RW_SHM_SLOT_INLINE);
 		s->len = (uint32_t)r->size;
 		if (r->size)
-			memcpy(rw_shm_slot_payload(s), r->data, r->size);
-		c->d.tail++;
+			memcpy((char *)s + RW_SHM_SLOT_INLINE_OFF, r->data, r->size);
+		slot_end(c, s);
 		written = 1;
 		break;
 	case RW_SHM_SLOT_CMA:
 		s = slot_begin(c, r, RW_SHM_SLOT_CMA);
 		s->addr = (uint64_t)(uintptr_t)r->data;
-		c->d.tail++;
+		slot_end(c, s);
+		c->d.await_ack++;
 		written = 1;
 		break;
 	case RW_SHM_SLOT_CUDA: {
@@ -98,7 +128,8 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t he
 		s = slot_begin(c, r, RW_SHM_SLOT_CUDA);
 		s->len = sizeof(d);
 		memcpy(rw_shm_slot_payload(s), &d, sizeof(d));
-		c->d.tail++;
+		slot_end(c, s);
+		c->d.await_ack++;
 		written = 1;
 		break;
 	}
@@ -111,10 +142,9 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t he
 			s->len = (uint32_t)len;
 			memcpy(rw_shm_slot_payload(s), r->data + r->sent, len);
 			r->sent += len;
-			c->d.tail++;
+			/* the receiver starts on this piece while we copy the next */
+			slot_end(c, s);
 			written++;
-			/* let the receiver start on this piece while we copy the next */
-			__atomic_store_n(&c->d.seg->tx.tail, c->d.tail, __ATOMIC_RELEASE);
 		}
 		if (r->sent < r->size) {
 			*stall = true;
@@ -140,11 +170,15 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, uint64_t he
 static int complete_sends(struct rw_shm_comm *c)
 {
 	struct rw_shm_data *d = &c->d;
-	uint64_t acked = __atomic_load_n(&d->seg->rx.acked, __ATOMIC_ACQUIRE);
+	uint64_t acked = d->seen_acked;
 	struct rw_shm_req *r, *next;
-	int moved = acked != d->seen_acked;
+	int moved = 0;
 
-	d->seen_acked = acked;
+	if (d->await_ack) { /* the acks matter only to these */
+		acked = __atomic_load_n(&d->seg->rx.acked, __ATOMIC_ACQUIRE);
+		moved = acked != d->seen_acked;
+		d->seen_acked = acked;
+	}
 	for (r = d->q_head; r && r->published; r = next) {
 		next = r->next;
 		if (r->mode == RW_SHM_SLOT_CMA || r->mode == RW_SHM_SLOT_CUDA) {
@@ -154,6 +188,7 @@ static int complete_sends(struct rw_shm_comm *c)
 				continue;
 			st = d->seg->ack[r->seq % RW_SHM_ACK_RING];
 			r->err = st > 0 || st < -4095 ? -EPROTO : st;
+			d->await_ack--;
 		}
 		r->done = true;
 		rw_shm_queue_remove(c, r);
@@ -165,10 +200,14 @@ static int complete_sends(struct rw_shm_comm *c)
 /* Help with a CMA job of ours; counts what the receiver did as progress. */
 static int help_cma(struct rw_shm_comm *c)
 {
-	uint64_t claim = __atomic_load_n(&c->d.seg->job.claim, __ATOMIC_ACQUIRE);
-	int moved = claim != c->d.seen_claim;
+	uint64_t claim;
+	int moved;
 	long n;
 
+	if (!c->d.await_ack)
+		return 0; /* no job of ours can run */
+	claim = __atomic_load_n(&c->d.seg->job.claim, __ATOMIC_ACQUIRE);
+	moved = claim != c->d.seen_claim;
 	c->d.seen_claim = claim;
 	if (!c->d.coop)
 		return moved;
@@ -199,7 +238,7 @@ static bool peer_failed(struct rw_shm_comm *c)
 int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_data *d = &c->d;
-	uint64_t head, tail0 = d->tail, posted;
+	uint64_t tail0 = d->tail, head0 = d->seen_head;
 	int moved = 0;
 	bool stall = false;
 
@@ -212,18 +251,13 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 	}
 	if (peer_failed(c))
 		return 1;
-	posted = __atomic_load_n(&d->seg->rx.posted, __ATOMIC_ACQUIRE);
-	moved |= posted != d->seen_posted;
-	d->seen_posted = posted;
 	if (d->accepted && help_cma(c))
 		moved = 1;
-	head = __atomic_load_n(&d->seg->rx.head, __ATOMIC_ACQUIRE);
-	moved |= head != d->seen_head;
-	d->seen_head = head;
 	for (struct rw_shm_req *r = d->q_head; r && !stall; r = r->next) {
 		if (!r->published)
-			publish(c, r, head, &stall);
+			publish(c, r, &stall);
 	}
+	moved |= d->seen_head != head0; /* slots the receiver gave back */
 	if (d->tail != tail0) {
 		__atomic_store_n(&d->seg->tx.tail, d->tail, __ATOMIC_RELEASE);
 		moved = 1;
@@ -246,11 +280,14 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 static int match(struct rw_shm_comm *c, int tag, struct rw_shm_post *e)
 {
 	struct rw_shm_data *d = &c->d;
-	uint64_t posted = __atomic_load_n(&d->seg->rx.posted, __ATOMIC_ACQUIRE);
+	const struct rw_shm_post *p = &d->post[d->post_cur % RW_SHM_POST_RING];
 
-	if (d->post_cur >= posted)
+	if (!rw_shm_post_ready(c, d->post_cur))
 		return -1;
-	memcpy(e, &d->post[d->post_cur % RW_SHM_POST_RING], sizeof(*e));
+	/* up to two buffers, the entry's first line holds all we read */
+	memcpy(e, p, RW_SHM_CACHELINE);
+	if (e->n > 2)
+		memcpy(e, p, sizeof(*e));
 	if (e->n < 1 || e->n > RW_SHM_MAX_RECVS || e->seq != d->post_cur) {
 		rw_shm_conn_fail(c, -EPROTO, "a posted receive is garbled");
 		return -EPROTO;
@@ -352,8 +389,11 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 	}
 	if (c->fail)
 		return c->fail;
-	now = rw_now_ns();
-	rw_shm_tx_progress(c, now);
+	now = rw_shm_now(false);
+	/* sends still queued move first (a caller retrying a "not now" may
+	 * wait on them); with none, the new one goes out below */
+	if (!c->d.accepted || c->d.q_head || peer_failed(c))
+		rw_shm_tx_progress(c, now);
 	if (c->fail)
 		return c->fail;
 	i = match(c, tag, &e);

@@ -55,28 +55,52 @@ void rw_shm_ring(struct rw_shm_comm *c)
 	futex(&db->seq, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
+_Thread_local uint64_t rw_shm_clock_ns;
+_Thread_local unsigned rw_shm_clock_calls;
+
+/* Sender: is a send of ours waiting for slots? */
+static bool tx_stalled(const struct rw_shm_comm *c)
+{
+	for (const struct rw_shm_req *r = c->d.q_head; r; r = r->next) {
+		if (!r->published)
+			return true;
+	}
+	return false;
+}
+
 bool rw_shm_peek(struct rw_shm_comm *c)
 {
 	struct rw_shm_seg *s = c->d.seg;
 
 	if (c->is_send) {
-		if (!c->d.accepted)
+		struct rw_shm_data *d = &c->d;
+
+		if (!d->accepted)
 			return __atomic_load_n(&s->rx.accepted, __ATOMIC_ACQUIRE) != 0;
-		return __atomic_load_n(&s->rx.head, __ATOMIC_ACQUIRE) != c->d.seen_head ||
-		       __atomic_load_n(&s->rx.acked, __ATOMIC_ACQUIRE) != c->d.seen_acked ||
-		       __atomic_load_n(&s->rx.posted, __ATOMIC_ACQUIRE) != c->d.seen_posted ||
-		       __atomic_load_n(&s->job.claim, __ATOMIC_ACQUIRE) != c->d.seen_claim ||
-		       __atomic_load_n(&s->rx.closed, __ATOMIC_ACQUIRE) != 0 ||
-		       __atomic_load_n(&s->rx.failed, __ATOMIC_ACQUIRE) != 0;
+		if (__atomic_load_n(&s->rx.closed, __ATOMIC_ACQUIRE) != 0 ||
+		    __atomic_load_n(&s->rx.failed, __ATOMIC_ACQUIRE) != 0)
+			return true;
+		/* a receive posted since we last looked: isend may take a send
+		 * now (news once: seen_posted counts the receives noticed) */
+		if (d->seen_posted <= d->post_cur && rw_shm_post_ready(c, d->post_cur)) {
+			d->seen_posted = d->post_cur + 1;
+			return true;
+		}
+		/* what progress reads only while it matters */
+		if (tx_stalled(c) && __atomic_load_n(&s->rx.head, __ATOMIC_ACQUIRE) != d->seen_head)
+			return true;
+		return d->await_ack &&
+		       (__atomic_load_n(&s->rx.acked, __ATOMIC_ACQUIRE) != d->seen_acked ||
+			__atomic_load_n(&s->job.claim, __ATOMIC_ACQUIRE) != d->seen_claim);
 	}
 	if (c->d.rx == RW_SHM_RX_CMA || c->d.rx == RW_SHM_RX_CUDA)
 		return true; /* a copy is ours to drive or to poll: do not sleep */
-	return __atomic_load_n(&s->tx.tail, __ATOMIC_ACQUIRE) != c->d.seen_tail ||
+	return rw_shm_slot_ready(c, c->d.head) ||
 	       __atomic_load_n(&s->tx.closed, __ATOMIC_ACQUIRE) != 0 ||
 	       __atomic_load_n(&s->tx.failed, __ATOMIC_ACQUIRE) != 0;
 }
 
-void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
+bool rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_net *net = rw_shm_comm_net(c);
 	struct rw_shm_doorbell *db = net->db;
@@ -87,7 +111,10 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 	uint64_t since;
 
 	if (now < last || now - last < RW_SHM_PAUSE_NS)
-		return; /* the peer is likely mid-step: poll again at once */
+		return false;	/* the peer is likely mid-step: poll again at once */
+	now = rw_shm_now(true); /* the poll loop's clock may lag a few polls */
+	if (now < last || now - last < RW_SHM_PAUSE_NS)
+		return false;
 	/* a new idle spell: spin from now, and remember what was published */
 	since = __atomic_load_n(&net->idle_since_ns, __ATOMIC_RELAXED);
 	if (since <= last || since > now) {
@@ -101,7 +128,7 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 		 * peer in this very process could not ring us awake: it is
 		 * likely this thread) */
 		sched_yield();
-		return;
+		return true;
 	}
 	__atomic_add_fetch(&db->sleepers, 1, __ATOMIC_SEQ_CST);
 	seq = __atomic_load_n(&db->seq, __ATOMIC_SEQ_CST);
@@ -116,6 +143,7 @@ void rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 		rw_shm_stat_add(&rw_shm_stats_g.sleeps, 1);
 	}
 	__atomic_sub_fetch(&db->sleepers, 1, __ATOMIC_SEQ_CST);
+	return true;
 }
 
 int rw_shm_pidfd_open(pid_t pid)
@@ -161,7 +189,7 @@ int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t since_ns, co
 		return 0;
 	c->last_check_ns = now;
 	/* a receiver first drains what a departed sender left in the ring */
-	if (c->is_send || __atomic_load_n(&c->d.seg->tx.tail, __ATOMIC_ACQUIRE) == c->d.head) {
+	if (c->is_send || !rw_shm_slot_ready(c, c->d.head)) {
 		if (__atomic_load_n(c->is_send ? &c->d.seg->rx.closed : &c->d.seg->tx.closed,
 				    __ATOMIC_ACQUIRE)) {
 			rw_shm_conn_fail(c, -ECONNRESET, "the peer closed its side");
