@@ -170,6 +170,10 @@ void rw_shm_comm_moved(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_net *net = rw_shm_comm_net(c);
 
+	/* the poll loop's clock may lag; what moved is stamped exactly */
+	if (c->clock_calls)
+		now = rw_shm_now(c, true);
+
 	c->progress_ns = now;
 	__atomic_store_n(&net->last_progress_ns, now, __ATOMIC_RELAXED);
 }
@@ -377,11 +381,11 @@ int rw_shm_test(struct rw_net_req *base, int *done, size_t *sizes)
 		return rc;
 	}
 	c = rw_shm_comm_from(base->comm);
-	now = rw_shm_now(false);
+	now = rw_shm_now(c, false);
 	if (!r->done && !progress(c, now) && !r->done && !c->fail &&
 	    rw_shm_check_peer(c, now, r->posted_ns, c->is_send ? "a send" : "a receive") == 0) {
 		if (rw_shm_idle(c, now))
-			progress(c, rw_shm_now(true));
+			progress(c, rw_shm_now(c, true));
 	}
 	if (!r->done && c->fail) {
 		r->err = c->fail;

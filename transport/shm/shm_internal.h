@@ -293,6 +293,8 @@ struct rw_shm_comm {
 	uint64_t connected_ns;
 	uint64_t progress_ns; /* last time anything moved on this comm */
 	uint64_t last_check_ns;
+	uint64_t clock_ns;    /* rw_shm_now() */
+	unsigned clock_calls; /* since clock_ns was read */
 	pthread_mutex_t mr_lock;
 	struct rw_shm_mr *mrs;
 	struct rw_shm_data d; /* valid while open */
@@ -307,6 +309,24 @@ static inline struct rw_shm_comm *rw_shm_comm_from(struct rw_net_comm *c)
 static inline struct rw_shm_net *rw_shm_comm_net(struct rw_shm_comm *c)
 {
 	return rw_shm_net_from(c->base.net);
+}
+
+/*
+ * The clock of the poll loops: clock_gettime costs ~25 ns, more than a
+ * poll that finds nothing, so a comm reads it on every RW_SHM_CLOCK_EVERY
+ * call and otherwise answers its last reading (what it times, the pure
+ * polling before yielding and the peer checks, counts in microseconds and
+ * more; a comm runs on one thread at a time).  fresh: read it now.
+ */
+#define RW_SHM_CLOCK_EVERY 16
+
+static inline uint64_t rw_shm_now(struct rw_shm_comm *c, bool fresh)
+{
+	if (fresh || ++c->clock_calls >= RW_SHM_CLOCK_EVERY || !c->clock_ns) {
+		c->clock_calls = 0;
+		c->clock_ns = rw_now_ns();
+	}
+	return c->clock_ns;
 }
 
 static inline struct rw_shm_slot *rw_shm_slot_at(struct rw_shm_comm *c, uint64_t s)
@@ -330,26 +350,6 @@ static inline bool rw_shm_post_ready(const struct rw_shm_comm *c, uint64_t p)
 {
 	return __atomic_load_n(&c->d.post[p % RW_SHM_POST_RING].stamp, __ATOMIC_ACQUIRE) ==
 	       (uint32_t)(p + 1);
-}
-
-/*
- * The clock of the poll loops: clock_gettime costs ~25 ns, more than a
- * poll that finds nothing, so a thread reads it on every RW_SHM_CLOCK_EVERY
- * call and otherwise answers the last reading (what it times, the pure
- * polling before yielding and the peer checks, counts in microseconds and
- * more).  fresh: read it now (after a sleep, or for a timestamp kept).
- */
-#define RW_SHM_CLOCK_EVERY 16
-extern _Thread_local uint64_t rw_shm_clock_ns;
-extern _Thread_local unsigned rw_shm_clock_calls;
-
-static inline uint64_t rw_shm_now(bool fresh)
-{
-	if (fresh || ++rw_shm_clock_calls >= RW_SHM_CLOCK_EVERY || !rw_shm_clock_ns) {
-		rw_shm_clock_calls = 0;
-		rw_shm_clock_ns = rw_now_ns();
-	}
-	return rw_shm_clock_ns;
 }
 
 /* --- shm_conn.c ------------------------------------------------------------ */

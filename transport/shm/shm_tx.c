@@ -98,7 +98,8 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, bool *stall
 		*stall = true;
 		return 0;
 	}
-	free_slots = free_slot_count(c, r->mode == RW_SHM_SLOT_FRAG ? 2 : 1);
+	/* a message over several slots takes all it can: its pipeline */
+	free_slots = free_slot_count(c, r->mode == RW_SHM_SLOT_FRAG ? c->d.nslots : 1);
 	if (!free_slots) {
 		*stall = true;
 		return 0;
@@ -389,7 +390,7 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 	}
 	if (c->fail)
 		return c->fail;
-	now = rw_shm_now(false);
+	now = rw_shm_now(c, false);
 	/* sends still queued move first (a caller retrying a "not now" may
 	 * wait on them); with none, the new one goes out below */
 	if (!c->d.accepted || c->d.q_head || peer_failed(c))

@@ -55,9 +55,6 @@ void rw_shm_ring(struct rw_shm_comm *c)
 	futex(&db->seq, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
-_Thread_local uint64_t rw_shm_clock_ns;
-_Thread_local unsigned rw_shm_clock_calls;
-
 /* Sender: is a send of ours waiting for slots? */
 static bool tx_stalled(const struct rw_shm_comm *c)
 {
@@ -111,8 +108,8 @@ bool rw_shm_idle(struct rw_shm_comm *c, uint64_t now)
 	uint64_t since;
 
 	if (now < last || now - last < RW_SHM_PAUSE_NS)
-		return false;	/* the peer is likely mid-step: poll again at once */
-	now = rw_shm_now(true); /* the poll loop's clock may lag a few polls */
+		return false;	   /* the peer is likely mid-step: poll again at once */
+	now = rw_shm_now(c, true); /* the poll loop's clock may lag a few polls */
 	if (now < last || now - last < RW_SHM_PAUSE_NS)
 		return false;
 	/* a new idle spell: spin from now, and remember what was published */
