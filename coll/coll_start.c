@@ -16,8 +16,22 @@
 #include "common/rw_log.h"
 #include "common/rw_nvtx.h"
 
-#define RW_COLL_SPIN_NS 50000 /* poll this long without sleeping */
-#define RW_COLL_NAP_US	50    /* then sleep this long between polls */
+/*
+ * The blocking wait (rw_coll_run): poll, yielding the core between idle
+ * polls, for RW_COLL_YIELD_NS without progress; then nap between polls,
+ * a tenth of the idle time so far within [RW_COLL_NAP_MIN_US,
+ * RW_COLL_NAP_MAX_US].  Measured (issue 16, session 22): naps after 50 us
+ * (the old policy: usleep(50), 100-200 us each with the timer slack) made
+ * the torch backend multimodal below 256 KiB (2 ranks TCP, 4 KiB one call
+ * at a time: 55-67 us or 170-330 us by launch; never above 115 with the
+ * naps after 1 ms) and cost 4 ranks on 2 cores TCP 128 KiB 584 -> 455 us.
+ * A spin without the yield starves the socket transport's helper threads
+ * (4 ranks TCP 128 KiB: 20 ms).
+ */
+#define RW_COLL_YIELD_NS    1000000ull
+#define RW_COLL_CLOCK_POLLS 16u
+#define RW_COLL_NAP_MIN_US  50u
+#define RW_COLL_NAP_MAX_US  1000u
 
 static const char *const kind_names[] = {
 	[RW_COLL_ALLREDUCE] = "allreduce",
@@ -340,6 +354,7 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 {
 	struct rw_coll_req *r;
 	uint64_t seen, idle_since = 0;
+	unsigned idle_polls = 0;
 	int done = 0, rc;
 
 	rc = rw_coll_start(c, a, &r);
@@ -347,6 +362,8 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 		return rc;
 	seen = c->moves;
 	for (;;) {
+		uint64_t idle;
+
 		rc = rw_coll_test(r, &done, NULL);
 		if (rc || done)
 			return rc;
@@ -355,14 +372,25 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 			idle_since = 0;
 			continue;
 		}
-		/* Nothing moved: let the transport's threads and the other
-		 * ranks on this host run; past RW_COLL_SPIN_NS idle, sleep a
-		 * little between polls (small hosts run more ranks than cores). */
-		if (!idle_since)
+		/* Nothing moved: yield the core (to the transport's threads, to
+		 * the ranks that share it) and poll again; the clock is read
+		 * only every RW_COLL_CLOCK_POLLS idle polls.  Past
+		 * RW_COLL_YIELD_NS idle, nap: a tenth of the idle time so far,
+		 * so a long wait costs the CPU little and is noticed late by
+		 * at most about a tenth. */
+		if (!idle_since) {
 			idle_since = rw_now_ns();
-		if (rw_now_ns() - idle_since < RW_COLL_SPIN_NS)
+			idle_polls = 0;
+		}
+		if (++idle_polls % RW_COLL_CLOCK_POLLS) {
+			sched_yield();
+			continue;
+		}
+		idle = rw_now_ns() - idle_since;
+		if (idle < RW_COLL_YIELD_NS)
 			sched_yield();
 		else
-			usleep(RW_COLL_NAP_US);
+			usleep((useconds_t)RW_MIN(RW_MAX(idle / 10000, RW_COLL_NAP_MIN_US),
+						  RW_COLL_NAP_MAX_US));
 	}
 }
