@@ -7,7 +7,8 @@
  * schedule, retrying when isend answers "not now"); a send larger than its
  * buffer fails on both sides; limits refused before anything moves; and a
  * second process sending 10 000 messages in random tag order into grouped
- * receives of 8, every byte checked.
+ * receives of 8, every byte checked; and dozens of sends queued on stream 0
+ * behind a receiver that reads nothing for a while.
  * Usage: test_sock_match [stripe]   (stripe: 3 streams, striping from 4 KiB)
  */
 #include "support/rw_test.h"
@@ -623,6 +624,65 @@ static void two_processes_10000_sends_random_tags(void **state)
 	free(expect);
 }
 
+/*
+ * A receiver that posts many receives and reads nothing for a while: the
+ * kernel's buffers fill, and stream 0's queue holds a partly written
+ * message and dozens behind it, which each isend's write gathers into one
+ * sendmsg (an op gives one or two pieces: the gather stops in time; ASan
+ * saw it write past its array).  Then everything arrives, byte for byte.
+ */
+static void many_sends_queued_behind_a_full_socket(void **state)
+{
+	enum { NMSG = 96 };
+	const size_t len = 128 * KIB;
+	struct rw_net_req *rreq[NMSG], *sreq[NMSG];
+	struct pair pr;
+	struct buf sb, rb;
+	int tag = 3;
+	uint64_t deadline = rw_now_ms() + WAIT_MS;
+
+	(void)state;
+	pair_open(&pr);
+	assert_int_equal(buf_get(pr.s, &sb, NMSG * len), 0);
+	assert_int_equal(buf_get(pr.r, &rb, NMSG * len), 0);
+	rw_test_fill(sb.p, sb.len, 29);
+	memset(rb.p, 0, rb.len);
+	for (int k = 0; k < NMSG; k++) {
+		void *data = rb.p + (size_t)k * len;
+		size_t size = len;
+
+		rreq[k] = recv_posted(pr.r, 1, &data, &size, &tag, &rb.mr);
+	}
+	for (int k = 0; k < NMSG; k++)
+		sreq[k] = send_taken(pr.s, sb.p + (size_t)k * len, len, tag, sb.mr);
+	/* one thread: every pass tests what is left on both sides */
+	for (int left = 2 * NMSG; left;) {
+		assert_true(rw_now_ms() < deadline);
+		for (int k = 0; k < NMSG; k++) {
+			size_t got = 0;
+			int done = 0;
+
+			if (sreq[k]) {
+				assert_int_equal(rw_net_test(sreq[k], &done, NULL), 0);
+				sreq[k] = done ? NULL : sreq[k];
+				left -= done;
+			}
+			if (rreq[k]) {
+				done = 0;
+				assert_int_equal(rw_net_test(rreq[k], &done, &got), 0);
+				if (done)
+					assert_int_equal(got, len);
+				rreq[k] = done ? NULL : rreq[k];
+				left -= done;
+			}
+		}
+	}
+	assert_memory_equal(rb.p, sb.p, sb.len);
+	buf_put(pr.s, &sb);
+	buf_put(pr.r, &rb);
+	pair_close(&pr);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -634,6 +694,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(limits_refused_before_anything_moves, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(two_processes_10000_sends_random_tags, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(many_sends_queued_behind_a_full_socket, setup,
 						teardown),
 	};
 

@@ -183,8 +183,9 @@ static int tx_pump(struct rw_sock_comm *c)
 		struct msghdr m = {.msg_iov = iov};
 		ssize_t n;
 
+		/* up to two pieces per op: stop while two slots are left */
 		for (unsigned i = tx->q0_head;
-		     i != tx->q0_tail && m.msg_iovlen < RW_ARRAY_SIZE(iov); i++) {
+		     i != tx->q0_tail && m.msg_iovlen + 2 <= RW_ARRAY_SIZE(iov); i++) {
 			struct rw_sock_op *op = &tx->q0[i % RW_SOCK_MAX_REQS];
 
 			if (op->hdr_done < op->hdr_len)
