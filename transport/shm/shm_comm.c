@@ -170,10 +170,6 @@ void rw_shm_comm_moved(struct rw_shm_comm *c, uint64_t now)
 {
 	struct rw_shm_net *net = rw_shm_comm_net(c);
 
-	/* the poll loop's clock may lag; what moved is stamped exactly */
-	if (c->clock_calls)
-		now = rw_shm_now(c, true);
-
 	c->progress_ns = now;
 	__atomic_store_n(&net->last_progress_ns, now, __ATOMIC_RELAXED);
 }
@@ -186,8 +182,9 @@ struct rw_shm_req *rw_shm_req_get(struct rw_shm_comm *c, enum rw_shm_req_kind ki
 
 	if (!r)
 		return NULL;
+	/* buffers: irecv writes the n it uses, nothing reads the others */
 	memset((char *)r + offsetof(struct rw_shm_req, kind), 0,
-	       sizeof(*r) - offsetof(struct rw_shm_req, kind));
+	       offsetof(struct rw_shm_req, buf) - offsetof(struct rw_shm_req, kind));
 	r->base.comm = &c->base;
 	r->kind = kind;
 	rw_shm_live_add(RW_SHM_LIVE_REQS, 1);

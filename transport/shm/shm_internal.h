@@ -108,6 +108,8 @@ struct rw_shm_net {
 	uint64_t last_progress_ns; /* atomic: any comm moved anything */
 	uint64_t idle_since_ns;	   /* atomic: this idle spell began (shm_wait.c) */
 	uint32_t idle_seq;	   /* atomic: our doorbell's seq when it began */
+	uint64_t clock_ns;	   /* atomic: rw_shm_now()'s last reading */
+	unsigned clock_calls;	   /* atomic: its calls since */
 	bool cuda;		   /* CUDA IPC usable */
 	pthread_mutex_t lock;	   /* the graveyards */
 	struct rw_grave dead_comms;
@@ -293,8 +295,6 @@ struct rw_shm_comm {
 	uint64_t connected_ns;
 	uint64_t progress_ns; /* last time anything moved on this comm */
 	uint64_t last_check_ns;
-	uint64_t clock_ns;    /* rw_shm_now() */
-	unsigned clock_calls; /* since clock_ns was read */
 	pthread_mutex_t mr_lock;
 	struct rw_shm_mr *mrs;
 	struct rw_shm_data d; /* valid while open */
@@ -313,20 +313,29 @@ static inline struct rw_shm_net *rw_shm_comm_net(struct rw_shm_comm *c)
 
 /*
  * The clock of the poll loops: clock_gettime costs ~25 ns, more than a
- * poll that finds nothing, so a comm reads it on every RW_SHM_CLOCK_EVERY
- * call and otherwise answers its last reading (what it times, the pure
- * polling before yielding and the peer checks, counts in microseconds and
- * more; a comm runs on one thread at a time).  fresh: read it now.
+ * poll that finds nothing, so test() reads it on every RW_SHM_CLOCK_EVERY
+ * call of the instance and otherwise answers the last reading; isend and
+ * irecv read it (fresh), so the reading is never older than the polls since
+ * the last of them (what it times, the pure polling before yielding and the
+ * peer checks, counts in microseconds and more).
  */
 #define RW_SHM_CLOCK_EVERY 16
 
 static inline uint64_t rw_shm_now(struct rw_shm_comm *c, bool fresh)
 {
-	if (fresh || ++c->clock_calls >= RW_SHM_CLOCK_EVERY || !c->clock_ns) {
-		c->clock_calls = 0;
-		c->clock_ns = rw_now_ns();
+	struct rw_shm_net *net = rw_shm_comm_net(c);
+	unsigned n = __atomic_load_n(&net->clock_calls, __ATOMIC_RELAXED) + 1;
+	uint64_t now;
+
+	if (fresh || n >= RW_SHM_CLOCK_EVERY) {
+		now = rw_now_ns();
+		__atomic_store_n(&net->clock_ns, now, __ATOMIC_RELAXED);
+		n = 0;
+	} else {
+		now = __atomic_load_n(&net->clock_ns, __ATOMIC_RELAXED);
 	}
-	return c->clock_ns;
+	__atomic_store_n(&net->clock_calls, n, __ATOMIC_RELAXED);
+	return now;
 }
 
 static inline struct rw_shm_slot *rw_shm_slot_at(struct rw_shm_comm *c, uint64_t s)

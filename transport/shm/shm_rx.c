@@ -465,7 +465,7 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 	if (c->fail)
 		return c->fail;
 	/* a peer that closed or failed makes this call fail, not the next test */
-	now = rw_shm_now(c, false);
+	now = rw_shm_now(c, true);
 	rw_shm_rx_progress(c, now);
 	if (rw_shm_check_peer(c, now, now, "a receive"))
 		return c->fail;

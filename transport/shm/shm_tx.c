@@ -390,7 +390,7 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 	}
 	if (c->fail)
 		return c->fail;
-	now = rw_shm_now(c, false);
+	now = rw_shm_now(c, true);
 	/* sends still queued move first (a caller retrying a "not now" may
 	 * wait on them); with none, the new one goes out below */
 	if (!c->d.accepted || c->d.q_head || peer_failed(c))
