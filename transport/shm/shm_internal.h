@@ -260,6 +260,7 @@ struct rw_shm_data {
 	int post_taken;	    /* its messages so far */
 	uint64_t seen_head, seen_acked, seen_claim, seen_posted;
 	uint32_t await_ack;	/* published CMA/CUDA sends not acked yet */
+	size_t copied;		/* bytes this progress call copied into slots */
 	uint64_t wait_since_ns; /* isend has answered "not now" since; 0: it took */
 	uint64_t wait_last_ns;	/* the last "not now" */
 
@@ -315,11 +316,13 @@ static inline struct rw_shm_net *rw_shm_comm_net(struct rw_shm_comm *c)
  * The clock of the poll loops: clock_gettime costs ~25 ns, more than a
  * poll that finds nothing, so test() reads it on every RW_SHM_CLOCK_EVERY
  * call of the instance and otherwise answers the last reading; isend and
- * irecv read it (fresh), so the reading is never older than the polls since
- * the last of them (what it times, the pure polling before yielding and the
+ * irecv read it (fresh), and so does a progress that copied more than
+ * RW_SHM_CLOCK_BYTES (a poll can take long only then), so the reading is
+ * never older than a few empty polls (what it times, the pure polling before yielding and the
  * peer checks, counts in microseconds and more).
  */
 #define RW_SHM_CLOCK_EVERY 16
+#define RW_SHM_CLOCK_BYTES 4096 /* a progress that copied more reads it fresh */
 
 static inline uint64_t rw_shm_now(struct rw_shm_comm *c, bool fresh)
 {

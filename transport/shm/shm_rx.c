@@ -400,6 +400,8 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 	}
 	if (moved || d->acked != acked0 || d->head != head0 || c->fail) {
 		rw_shm_ring(c);
+		if (moved > RW_SHM_CLOCK_BYTES)
+			now = rw_shm_now(c, true);
 		rw_shm_comm_moved(c, now);
 		return 1;
 	}

@@ -110,6 +110,7 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, bool *stall
 		s->len = (uint32_t)r->size;
 		if (r->size)
 			memcpy((char *)s + RW_SHM_SLOT_INLINE_OFF, r->data, r->size);
+		c->d.copied += r->size;
 		slot_end(c, s);
 		written = 1;
 		break;
@@ -143,6 +144,7 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, bool *stall
 			s->len = (uint32_t)len;
 			memcpy(rw_shm_slot_payload(s), r->data + r->sent, len);
 			r->sent += len;
+			c->d.copied += len;
 			/* the receiver starts on this piece while we copy the next */
 			slot_end(c, s);
 			written++;
@@ -266,8 +268,11 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
 	moved |= complete_sends(c);
 	if (moved) {
 		rw_shm_ring(c);
+		if (d->copied > RW_SHM_CLOCK_BYTES)
+			now = rw_shm_now(c, true);
 		rw_shm_comm_moved(c, now);
 	}
+	d->copied = 0;
 	return moved;
 }
 
