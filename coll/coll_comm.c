@@ -509,7 +509,7 @@ static void progress_comm(struct rw_coll_comm *c)
 			}
 			r->state = RW_COLL_RUNNING;
 			r->last_progress_ms = rw_now_ms();
-			if (c->nranks > 1)
+			if (c->nranks > 1 && !r->no_tokens)
 				r->token_no = ++c->tokens_due;
 		}
 		if (c->nranks > 1 && rw_coll_ctl_progress(r))
@@ -521,7 +521,7 @@ static void progress_comm(struct rw_coll_comm *c)
 			finish(r, RW_COLL_FAILED, c->error ? c->error : rc);
 			continue;
 		}
-		if (rc == 1 && c->nranks > 1 &&
+		if (rc == 1 && c->nranks > 1 && !r->no_tokens &&
 		    (rw_coll_tokens_send(r) == -EAGAIN || !rw_coll_tokens_in(r)))
 			rc = 0; /* done once the tokens have left and the neighbours'
 				 * came (one collective behind when the data proved

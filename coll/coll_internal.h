@@ -182,6 +182,10 @@ struct rw_coll_req {
 	 *  sets it at init): done without waiting for the neighbours' tokens
 	 *  for it, only for those of the collective before (coll_ctl.c) */
 	bool proven;
+	/** proven on every rank alike, and no notice needed from the control
+	 *  links (the latency algorithms on 2 ranks, small_op.c): no token at
+	 *  all, sent or waited for (coll_comm.c) */
+	bool no_tokens;
 	uint64_t token_no; /**< tokens_due once it started */
 	uint64_t last_progress_ms;
 	int nvtx_depth;
@@ -201,6 +205,7 @@ struct rw_coll_small {
 	int nslots;	       /**< per direction */
 	int nlinks;	       /**< entries of mr */
 	struct rw_net_mr **mr; /**< per link of the comm (NULL: not registered) */
+	void *state;	       /**< the running collective's schedule, reused */
 };
 
 struct rw_coll_comm {
