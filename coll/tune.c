@@ -85,16 +85,20 @@ static const struct lat_row lat_net[] = {
  * vs 771, 1 MiB 1221 vs 1073; shm 128 KiB 76 vs 88 (4 channels 103);
  * 2 ranks shm 512 KiB 41 vs 49, TCP 512 KiB 183 vs 193, 1 MiB 239 vs 297:
  * one channel up to 512 KiB now (each channel's messages are one more
- * wake-up per ring step on an oversubscribed host).
+ * wake-up per ring step on an oversubscribed host), at 2 ranks up to 1 MiB
+ * (shm 78 vs 87, TCP 230 vs 290; at 2 MiB TCP 2 channels win, 509 vs 656).
+ * The first row whose max_ranks and max_bytes both cover the collective.
  */
 static const struct ring_row {
+	int max_ranks;
 	size_t max_bytes;
 	int nchannels;
 	size_t chunk_bytes;
 } ring_table[] = {
-	{512 << 10, 1, 4 << 20},
-	{2 << 20, 2, 4 << 20},
-	{SIZE_MAX, 4, 4 << 20},
+	{2, 1 << 20, 1, 4 << 20},
+	{INT_MAX, 512 << 10, 1, 4 << 20},
+	{INT_MAX, 2 << 20, 2, 4 << 20},
+	{INT_MAX, SIZE_MAX, 4, 4 << 20},
 };
 
 /* Do all of the comm's data links go through shm? */
@@ -160,8 +164,8 @@ void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t
 		algo = RW_COLL_ALGO_RING;
 	else if (algo == RW_COLL_ALGO_DIRECT && c->nranks > RW_COLL_DIRECT_MAX)
 		algo = RW_COLL_ALGO_RD; /* linked to rd's partners only */
-	while (bytes > row->max_bytes)
-		row++;
+	while (c->nranks > row->max_ranks || bytes > row->max_bytes)
+		row++; /* the last row covers everything */
 	*out = (struct rw_coll_choice){
 		.algo = algo,
 		.nchannels = c->nch_set ? c->nchannels : RW_MIN(row->nchannels, c->nchannels),
