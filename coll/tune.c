@@ -66,7 +66,7 @@ static const struct lat_row lat_shm[] = {
 };
 
 static const struct lat_row lat_net[] = {
-	{2, 256 << 10, 0},
+	{2, 512 << 10, 0}, /* session 22, 2 ranks send no token: 512 KiB direct 351 / ring 396 us */
 	{3, 0, 512 << 10},
 	{4, 0, 64 << 10},
 	{INT_MAX, 0, 128 << 10},
