@@ -4,7 +4,8 @@
  * 10 minutes here, so a transport that waited for it instead would run into
  * the test's (ctest) time limit.  A raw TCP peer speaks the wire protocol
  * (sock_proto.h) to check both ends byte by byte: the receiver's posts, the
- * sender's headers, the refusal of an oversized message, and what each end
+ * sender's headers, the refusal of an oversized message, a lone message read
+ * whole (header and payload in one call), and what each end
  * does with a peer that breaks the protocol.  Then peers that close or die
  * with a pipeline in flight: everything outstanding fails at once, and so
  * does every later call.
@@ -236,6 +237,67 @@ static void receiver_posts_and_checks_each_header(void **state)
 		assert_int_equal(rw_test_log_count("127.0.0.1"), before + 1);
 		/* the peer sees the end */
 		assert_true(raw_read(fd, buf, 1) <= 0);
+		close(fd);
+		assert_int_equal(rw_net_dereg_mr(r, mr), 0);
+		assert_int_equal(rw_net_close_recv(r), 0);
+	}
+	assert_int_equal(rw_net_close_listen(l), 0);
+}
+
+/*
+ * With one receive of one buffer posted, the receiver reads the header and
+ * the payload behind it in one go, straight into the buffer: a header and
+ * payload in one write, or split inside the header, arrive whole; payload
+ * bytes beyond what the header announced (the rule leaves nothing else on
+ * the stream) fail the comm with -EPROTO.
+ */
+static void receiver_reads_a_lone_message_whole(void **state)
+{
+	char handle[RW_NET_HANDLE_MAXSIZE], buf[128], wire[sizeof(struct rw_sock_msg_hdr) + 40];
+	const struct rw_sock_msg_hdr h = {RW_SOCK_MSG_MARKER, RW_SOCK_MSG_EAGER, 0, 5, 30, 0, 0};
+	struct rw_net_listen *l;
+
+	(void)state;
+	assert_int_equal(make("1"), 0);
+	assert_int_equal(rw_net_listen(net, 0, handle, &l), 0);
+	memcpy(wire, &h, sizeof(h));
+	for (int i = 0; i < 40; i++)
+		wire[sizeof(h) + (size_t)i] = (char)(i * 7 + 1);
+	for (int k = 0; k < 3; k++) {
+		int fd = raw_sender(handle), done = 0;
+		struct rw_net_comm *r = accept_one(l);
+		struct rw_net_mr *mr;
+		struct rw_net_req *q;
+		struct rw_sock_post p;
+		size_t got = 0;
+		uint64_t deadline = rw_now_ms() + WAIT_MS;
+
+		memset(buf, 0, sizeof(buf));
+		assert_int_equal(rw_net_reg_mr(r, buf, sizeof(buf), RW_PTR_HOST, &mr), 0);
+		q = post1(r, buf, 100, 5, mr);
+		assert_int_equal(raw_read(fd, &p, sizeof(p)), (ssize_t)sizeof(p));
+		if (k == 0) {
+			raw_write(fd, wire, sizeof(h) + 30);
+		} else if (k == 1) {
+			raw_write(fd, wire, 10);
+			assert_int_equal(rw_net_test(q, &done, &got), 0);
+			assert_int_equal(done, 0);
+			raw_write(fd, wire + 10, sizeof(h) + 30 - 10);
+		} else {
+			rw_test_log_expect("more than its payload");
+			raw_write(fd, wire, sizeof(h) + 40);
+			assert_int_equal(fails(q), -EPROTO);
+			assert_int_equal(rw_test_log_count("more than its payload"), 1);
+		}
+		while (k < 2 && !done) {
+			assert_int_equal(rw_net_test(q, &done, &got), 0);
+			assert_true(rw_now_ms() < deadline);
+		}
+		if (k < 2) {
+			assert_int_equal(got, 30);
+			assert_memory_equal(buf, wire + sizeof(h), 30);
+			assert_int_equal(buf[30], 0); /* nothing past the message */
+		}
 		close(fd);
 		assert_int_equal(rw_net_dereg_mr(r, mr), 0);
 		assert_int_equal(rw_net_close_recv(r), 0);
@@ -610,6 +672,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(receiver_posts_and_checks_each_header, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(receiver_reads_a_lone_message_whole, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(sender_matches_posts_and_refuses_oversized, setup,
 						teardown),

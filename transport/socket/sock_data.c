@@ -153,6 +153,44 @@ static int rx_fill(struct rw_sock_comm *c, size_t want)
 	return RW_SOCK_STEP_DONE;
 }
 
+/* With the read-ahead empty and one receive of one buffer posted, nothing
+ * but its message can be on stream 0 (nothing is sent that no receive
+ * takes): read its header into the read-ahead and its payload straight
+ * into the buffer, in one call (rx->pre: payload bytes read so;
+ * rx_header checks them against the header).  DONE (perhaps nothing read:
+ * the caller goes on with rx_fill), AGAIN or -errno. */
+static int rx_direct(struct rw_sock_comm *c)
+{
+	struct rw_sock_data *d = c->d;
+	struct rw_sock_rx *rx = &d->rx;
+	struct rw_sock_req *r = rx->posted[rx->p_head % RW_SOCK_MAX_REQS];
+	struct iovec iov[2] = {{rx->buf, sizeof(struct rw_sock_msg_hdr)},
+			       {r->e[0].data, r->e[0].cap}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+	ssize_t n;
+
+	if (rx->pos != rx->len || rx->p_tail - rx->p_head != 1 || r->n != 1 || r->msgs_left != 1 ||
+	    !r->e[0].cap)
+		return RW_SOCK_STEP_DONE;
+	rx->pos = rx->len = 0;
+	do
+		n = recvmsg(d->streams[0].fd, &m, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		rx->len = RW_MIN((size_t)n, iov[0].iov_len);
+		rx->pre = (size_t)n - rx->len;
+		rw_sock_progress(d);
+		return RW_SOCK_STEP_DONE;
+	}
+	if (again(n))
+		return RW_SOCK_STEP_AGAIN;
+	if (n == 0)
+		return rw_sock_comm_fail(
+			c, -ECONNRESET, "the peer closed the connection with %u receive(s) waiting",
+			rx->p_tail - rx->p_head);
+	return rw_sock_comm_fail(c, -errno, "stream 0: recv failed");
+}
+
 /* The rest of an eager payload or of slice 0: from the read-ahead, then
  * straight from the socket into the user's buffer when much is left. */
 static int rx_payload(struct rw_sock_comm *c)
@@ -289,6 +327,9 @@ static int rx_header(struct rw_sock_comm *c)
 
 	if (rx->p_head == rx->p_tail)
 		return RW_SOCK_STEP_AGAIN; /* no receive posted: nothing may come */
+	rc = rx_direct(c);
+	if (rc != RW_SOCK_STEP_DONE)
+		return rc;
 	rc = rx_fill(c, sizeof(h));
 	if (rc != RW_SOCK_STEP_DONE)
 		return rc;
@@ -324,6 +365,18 @@ static int rx_header(struct rw_sock_comm *c)
 	if (--r->msgs_left == 0)
 		rx->p_head++;
 	rx_route(c, r, &h, e->data);
+	if (rx->pre) {
+		/* rx_direct read that much of slice 0 into place already */
+		if (rx->state != RW_SOCK_RX_PAYLOAD || rx->pre > rx->left)
+			return rw_sock_comm_fail(
+				c, -EPROTO,
+				"stream 0: %zu bytes after the header of message "
+				"#%u (%llu bytes), more than its payload on stream 0",
+				rx->pre, rx->msg_seq - 1, (unsigned long long)h.size);
+		rx->dst += rx->pre;
+		rx->left -= rx->pre;
+		rx->pre = 0;
+	}
 	return RW_SOCK_STEP_DONE;
 }
 

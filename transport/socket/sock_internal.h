@@ -296,6 +296,7 @@ struct rw_sock_rx {
 	char *dst;
 	size_t left;
 	size_t pos, len; /* buf[pos..len) read ahead from stream 0 */
+	size_t pre;	 /* payload bytes read into place with the header (rx_direct) */
 	char buf[RW_SOCK_RXBUF];
 	size_t out_pos, out_len; /* posts not yet written */
 	char out[RW_SOCK_MAX_REQS * sizeof(struct rw_sock_post)];
