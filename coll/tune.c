@@ -59,7 +59,7 @@ struct lat_row {
 };
 
 static const struct lat_row lat_shm[] = {
-	{2, 64 << 10, 0}, /* 2 ranks: rd and direct are the same one exchange */
+	{2, 128 << 10, 0}, /* 2 ranks: rd and direct are the same one exchange */
 	{3, 16 << 10, 128 << 10},
 	{4, 0, 64 << 10},
 	{INT_MAX, 0, 16 << 10},
