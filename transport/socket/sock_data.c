@@ -8,7 +8,9 @@
  * names the receive and buffer it fills; the receiver checks that this is
  * the next match it expects and fails the comm (-EPROTO) otherwise.  Small
  * messages are read through a read-ahead buffer, large ones straight into
- * the user's buffer; slice j > 0 of a striped message goes to helper j
+ * the user's buffer, and the message of a lone receive of one buffer
+ * (nothing else can be on the stream) header and payload in one call, the
+ * payload into place; slice j > 0 of a striped message goes to helper j
  * (sock_stream.c).  A TRUNC header (the sender refused a message larger
  * than its buffer) fails the comm with -EMSGSIZE.
  *
