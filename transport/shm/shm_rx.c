@@ -272,10 +272,11 @@ static int start_message(struct rw_shm_comm *c)
 	c->d.cur_err = 0;
 	switch (h.kind) {
 	case RW_SHM_SLOT_INLINE:
-		if (h.len != h.size || h.len > c->d.slot_bytes - RW_SHM_SLOT_INLINE_OFF)
+		if (h.len != h.size || h.len > payload_bytes(c))
 			return proto_error(c, "bad inline message", &h);
 		if (!c->d.cur_err)
-			c->d.cur_err = copy_in(b, 0, (char *)slot + RW_SHM_SLOT_INLINE_OFF, h.len);
+			c->d.cur_err =
+				copy_in(b, 0, (char *)slot + rw_shm_inline_off(h.len), h.len);
 		consume_slot(c);
 		finish_message(c);
 		return (int)RW_MAX(h.len, 1u);

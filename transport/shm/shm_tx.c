@@ -109,7 +109,7 @@ static uint32_t publish(struct rw_shm_comm *c, struct rw_shm_req *r, bool *stall
 		s = slot_begin(c, r, RW_SHM_SLOT_INLINE);
 		s->len = (uint32_t)r->size;
 		if (r->size)
-			memcpy((char *)s + RW_SHM_SLOT_INLINE_OFF, r->data, r->size);
+			memcpy((char *)s + rw_shm_inline_off(r->size), r->data, r->size);
 		c->d.copied += r->size;
 		slot_end(c, s);
 		written = 1;
