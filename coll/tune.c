@@ -87,17 +87,28 @@ static const struct lat_row lat_net[] = {
  * one channel up to 512 KiB now (each channel's messages are one more
  * wake-up per ring step on an oversubscribed host), at 2 ranks up to 1 MiB
  * (shm 78 vs 87, TCP 230 vs 290; at 2 MiB TCP 2 channels win, 509 vs 656).
+ * Over shm one channel holds on to 2 MiB (4 ranks, quiet launches, out of
+ * place / in place: 1 MiB ~280/250 vs 2 channels ~310/280 and 4 ~400/330;
+ * 2 MiB ~790/570 vs ~935/710 and ~1090/820; 4 MiB 3098 vs 2802 and 2861;
+ * 2 ranks 2 MiB 180 vs 175).
  * The first row whose max_ranks and max_bytes both cover the collective.
  */
-static const struct ring_row {
+struct ring_row {
 	int max_ranks;
 	size_t max_bytes;
 	int nchannels;
 	size_t chunk_bytes;
-} ring_table[] = {
+};
+
+static const struct ring_row ring_net[] = {
 	{2, 1 << 20, 1, 4 << 20},
 	{INT_MAX, 512 << 10, 1, 4 << 20},
 	{INT_MAX, 2 << 20, 2, 4 << 20},
+	{INT_MAX, SIZE_MAX, 4, 4 << 20},
+};
+
+static const struct ring_row ring_shm[] = {
+	{INT_MAX, 2 << 20, 1, 4 << 20},
 	{INT_MAX, SIZE_MAX, 4, 4 << 20},
 };
 
@@ -153,7 +164,7 @@ void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t
 {
 	size_t bytes = buffer_bytes(c, kind, count, rw_dtype_size(dtype));
 	enum rw_coll_algo algo = c->algo;
-	const struct ring_row *row = &ring_table[0];
+	const struct ring_row *row = on_shm(c) ? ring_shm : ring_net;
 
 	/* the other algorithms are allreduce on host memory over their links */
 	if (kind != RW_COLL_ALLREDUCE || device || c->nranks < 2)
