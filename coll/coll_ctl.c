@@ -5,7 +5,9 @@
  * one warning a rank logs when a collective fails.
  *
  * Each rank has a control link to and from both ring neighbours.  Every
- * collective ends with a token sent on both outgoing ones, and a receive is
+ * collective but the latency algorithms on 2 ranks (r->no_tokens, set in
+ * small_op.c: the one peer's data proves the collective and its own links
+ * report its failure) ends with a token sent on both outgoing ones, and a receive is
  * posted on an incoming one exactly while a token is due on it, so no
  * receive waits across idle time (transports fail a receive that waits
  * longer than RINGWAY_TIMEOUT_MS) longer than a neighbour takes to finish.
