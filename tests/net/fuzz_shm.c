@@ -330,6 +330,9 @@ static void ring(const uint8_t *data, size_t size)
 			len = RW_MIN(len, size - pos);
 			memcpy(slot + RW_SHM_SLOT_HDR_BYTES, data + pos, len);
 			pos += len;
+			/* v3: the stamp publishes the slot */
+			__atomic_store_n(&((struct rw_shm_slot *)slot)->stamp, (uint32_t)(tail + 1),
+					 __ATOMIC_RELEASE);
 			__atomic_store_n(&seg->tx.tail, tail + 1, __ATOMIC_RELEASE);
 			break;
 		}
@@ -341,6 +344,8 @@ static void ring(const uint8_t *data, size_t size)
 			memset(p, 0, sizeof(*p));
 			memcpy(p, data + pos, k);
 			pos += k;
+			/* v3: the stamp publishes the entry */
+			__atomic_store_n(&p->stamp, (uint32_t)(posted + 1), __ATOMIC_RELEASE);
 			__atomic_store_n(&seg->rx.posted, posted + 1, __ATOMIC_RELEASE);
 			break;
 		}
