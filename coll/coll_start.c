@@ -20,7 +20,7 @@
  * The blocking wait (rw_coll_run): poll, yielding the core between idle
  * polls, for RW_COLL_YIELD_NS without progress; then nap between polls,
  * a tenth of the idle time so far within [RW_COLL_NAP_MIN_US,
- * RW_COLL_NAP_MAX_US].  Measured (issue 16, session 22): naps after 50 us
+ * RW_COLL_NAP_MAX_US].  Measured (issue 16): naps after 50 us
  * (the old policy: usleep(50), 100-200 us each with the timer slack) made
  * the torch backend multimodal below 256 KiB (2 ranks TCP, 4 KiB one call
  * at a time: 55-67 us or 170-330 us by launch; never above 115 with the

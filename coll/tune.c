@@ -66,9 +66,9 @@ static const struct lat_row lat_shm[] = {
 };
 
 static const struct lat_row lat_net[] = {
-	{2, 512 << 10, 0}, /* session 22, 2 ranks send no token: 512 KiB direct 351 / ring 396 us */
+	{2, 512 << 10, 0}, /* 2 ranks send no token: 512 KiB direct 351 / ring 396 us */
 	{3, 0, 512 << 10},
-	{4, 0, 256 << 10}, /* session 22: 256 KiB rd 318 / ring 423 us, 512 KiB 581 / 540 */
+	{4, 0, 256 << 10}, /* without tokens: 256 KiB rd 318 / ring 423 us, 512 KiB 581 / 540 */
 	{INT_MAX, 0, 128 << 10},
 };
 
@@ -80,7 +80,7 @@ static const struct lat_row lat_net[] = {
  * ranks, shm and socket, 1/2/4 channels x 256K..4M chunks): one channel
  * is best up to 64 KiB (4 channels took 2-5x its time at 4 KiB), 2 from
  * there to 2 MiB, 2-4 above; the chunk made no difference outside noise.
- * Measured again in session 22 (medians of 3-5 alternating launches, us,
+ * Measured again later (medians of 3-5 alternating launches, us,
  * 1 channel vs 2): 4 ranks on 2 cores TCP 128 KiB 301 vs 465, 512 KiB 538
  * vs 771, 1 MiB 1221 vs 1073; shm 128 KiB 76 vs 88 (4 channels 103);
  * 2 ranks shm 512 KiB 41 vs 49, TCP 512 KiB 183 vs 193, 1 MiB 239 vs 297:
