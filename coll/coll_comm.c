@@ -318,6 +318,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	rc = rw_coll_links_connect_args(c, a);
 	if (rc)
 		goto err_close;
+	c->links_shm = rw_coll_links_on_shm(c); /* the choice reads it per call */
 	c->stage = calloc((size_t)c->nchannels, sizeof(*c->stage));
 	if (!c->stage) {
 		rc = -ENOMEM;

@@ -229,6 +229,8 @@ struct rw_coll_comm {
 	int np2p;			/**< p2p link pairs (peers) */
 	struct rw_coll_small *small;	/**< small_op.c's staging, or NULL */
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
+	bool links_shm;			/**< every data link goes through shm (set once
+					 *  connected, rw_coll_links_on_shm; tune.c) */
 	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */
@@ -425,5 +427,9 @@ int rw_coll_dev_poll(const struct rw_coll_comm *c, int ch, int ev);
 
 /** Failure path only (never the data path): wait for a channel's device work. */
 void rw_coll_dev_drain(const struct rw_coll_comm *c, int ch);
+
+/** Do all of c's data links go through shm?  (tune.c; called once the
+ *  links are connected, the answer kept in c->links_shm) */
+bool rw_coll_links_on_shm(const struct rw_coll_comm *c);
 
 #endif /* RW_COLL_INTERNAL_H */

@@ -112,8 +112,7 @@ static const struct ring_row ring_shm[] = {
 	{INT_MAX, SIZE_MAX, 4, 4 << 20},
 };
 
-/* Do all of the comm's data links go through shm? */
-static bool on_shm(const struct rw_coll_comm *c)
+bool rw_coll_links_on_shm(const struct rw_coll_comm *c)
 {
 	bool any = false;
 
@@ -141,7 +140,7 @@ static size_t buffer_bytes(const struct rw_coll_comm *c, enum rw_coll_kind kind,
 
 static enum rw_coll_algo lat_choice(const struct rw_coll_comm *c, size_t bytes)
 {
-	bool shm = on_shm(c);
+	bool shm = c->links_shm;
 	const struct lat_row *table = shm ? lat_shm : lat_net;
 	size_t n = shm ? RW_ARRAY_SIZE(lat_shm) : RW_ARRAY_SIZE(lat_net);
 
@@ -164,7 +163,7 @@ void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t
 {
 	size_t bytes = buffer_bytes(c, kind, count, rw_dtype_size(dtype));
 	enum rw_coll_algo algo = c->algo;
-	const struct ring_row *row = on_shm(c) ? ring_shm : ring_net;
+	const struct ring_row *row = c->links_shm ? ring_shm : ring_net;
 
 	/* the other algorithms are allreduce on host memory over their links */
 	if (kind != RW_COLL_ALLREDUCE || device || c->nranks < 2)
