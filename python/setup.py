@@ -68,6 +68,31 @@ from torch.utils.cpp_extension import BuildExtension, CppExtension  # noqa: E402
 INC, LIBDIR = _libringway()
 
 
+def _torch_features():
+    """-D flags for the c10d virtuals and OpType names this torch has: they
+    came and went between releases (torch 2.11's Work has no getTimeout, its
+    Backend no all_gather_single, its OpType no *_TENSOR_COALESCED)."""
+    from torch.utils.cpp_extension import include_paths
+
+    text = {}
+    for name in ("Work.hpp", "Backend.hpp"):
+        for inc in include_paths():
+            f = os.path.join(inc, "torch", "csrc", "distributed", "c10d", name)
+            if os.path.exists(f):
+                with open(f, encoding="utf-8", errors="replace") as fh:
+                    text[name] = fh.read()
+                break
+    work, backend = text.get("Work.hpp", ""), text.get("Backend.hpp", "")
+    checks = {
+        "RW_TORCH_WORK_TIMEOUT": "getTimeout(" in work,
+        "RW_TORCH_ALL_GATHER_SINGLE": "all_gather_single(" in backend,
+        "RW_TORCH_REDUCE_SCATTER_SINGLE": "reduce_scatter_single(" in backend,
+        "RW_TORCH_OP_ALLGATHER_INTO_TENSOR_COALESCED": "ALLGATHER_INTO_TENSOR_COALESCED" in work,
+        "RW_TORCH_OP_REDUCE_SCATTER_TENSOR_COALESCED": "REDUCE_SCATTER_TENSOR_COALESCED" in work,
+    }
+    return ["-D%s=1" % k for k, have in checks.items() if have]
+
+
 class Build(BuildExtension):
     """Build the extension, then put libringway.so.0 beside it."""
 
@@ -92,7 +117,7 @@ setup(
             include_dirs=[INC],
             library_dirs=[LIBDIR],
             libraries=[":libringway.so.0"],
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O2"] + _torch_features(),
             extra_link_args=["-Wl,-rpath,$ORIGIN"],
         )
     ],

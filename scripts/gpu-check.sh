@@ -35,6 +35,9 @@
 #                  allreduce, reduce-scatter, allgather, broadcast, checked, busbw
 #   capi-ipc-256m  device allreduce through CUDA IPC, 2 processes, 256 MiB, vs the
 #                  D2D copy rate (target 50%)
+#   torch-backend-cuda-n2  the ringway torch.distributed backend built against the
+#                  machine's torch, on CUDA tensors: every check of
+#                  scripts/gpu/torch_backend_check.py, busbw at 64 MiB
 #   nccl-C-nN      torch.distributed all_reduce (NCCL), N ranks each its own
 #                  NCCL_HOSTID: NCCL's socket, ringway socket, ringway auto
 #   collnet-*      NCCL_COLLNET_ENABLE=1 with NCCL_ALGO=CollNetChain / CollNetDirect:
@@ -239,6 +242,30 @@ st_capi_ipc_256m() {
 		key "allreduce $size over CUDA IPC: $bus$([[ $r != 0 ]] && echo " (exit $r)")"
 	fi
 	[[ $MODE == nogpu && $r == 0 ]] && return 5
+	return $r
+}
+# The torch.distributed backend (python/ringway_torch) on CUDA tensors: built
+# here against this machine's torch and the payload's libringway, then
+# scripts/gpu/torch_backend_check.py on 2 ranks sharing the GPU.
+st_torch_backend_cuda_n2() {
+	local site=$WORK/rwtorch tv r
+	if [[ $MODE == nogpu ]]; then
+		key "needs a GPU and a torch with CUDA"
+		return 77
+	fi
+	tv=$("$PY" -c 'import torch; print(torch.__version__)' 2>&1 | tail -1)
+	if ! (cd "$ROOT/python" && LIBRINGWAY_DIR=$RW_LIB "$PY" setup.py -q build \
+		--build-base "$WORK/rwtorch-build" --build-lib "$site") >"$WORK/torch-build.txt" 2>&1; then
+		cat "$WORK/torch-build.txt"
+		key "building ringway_torch against torch $tv failed: $(grep -m1 -E 'error' "$WORK/torch-build.txt" | cut -c1-160)"
+		return 1
+	fi
+	PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH} OMP_NUM_THREADS=1 timeout -k 3 $((STEP_LIMIT - 5)) \
+		"$PY" -m torch.distributed.run --standalone --nproc-per-node 2 \
+		"$ROOT/scripts/gpu/torch_backend_check.py" >"$WORK/torch.txt" 2>&1
+	r=$?
+	cat "$WORK/torch.txt"
+	key "$(grep -h '^RESULT' "$WORK/torch.txt" | tail -1 | cut -c8-)$([[ $r != 0 ]] && echo " (exit $r)")"
 	return $r
 }
 st_capi_shm_n2() { capi shm 2; }
@@ -693,6 +720,7 @@ main() {
 		unit-reduce-cuda:60 unit-shm-cuda:60 unit-coll-ring:60
 		sanitizer-kernels:120 kernel-bench:60
 		capi-shm-n2:60 capi-ipc-256m:45 capi-socket-n2:60 capi-shm-n4:75 capi-socket-n4:75
+		torch-backend-cuda-n2:180
 		nccl-socket-n2:60 nccl-rw-socket-n2:60 nccl-rw-auto-n2:60
 		nccl-socket-n4:75 nccl-rw-socket-n4:75 nccl-rw-auto-n4:75
 		collnet-chain-n4:60 profile-nvtx:100 collnet-direct-n4:45

@@ -33,6 +33,19 @@ namespace ringway_torch
 using c10d::OpType;
 using std::chrono::milliseconds;
 
+/* The coalesced gathers' OpType names are newer than some torch releases
+ * (setup.py finds which this one has); older ones report the base op. */
+#ifdef RW_TORCH_OP_ALLGATHER_INTO_TENSOR_COALESCED
+#define RW_OP_ALLGATHER_INTO_TENSOR_COALESCED OpType::ALLGATHER_INTO_TENSOR_COALESCED
+#else
+#define RW_OP_ALLGATHER_INTO_TENSOR_COALESCED OpType::_ALLGATHER_BASE
+#endif
+#ifdef RW_TORCH_OP_REDUCE_SCATTER_TENSOR_COALESCED
+#define RW_OP_REDUCE_SCATTER_TENSOR_COALESCED OpType::REDUCE_SCATTER_TENSOR_COALESCED
+#else
+#define RW_OP_REDUCE_SCATTER_TENSOR_COALESCED OpType::_REDUCE_SCATTER_BASE
+#endif
+
 namespace
 {
 
@@ -257,10 +270,12 @@ class RingwayWork : public c10d::Work
 		return future_;
 	}
 
+#ifdef RW_TORCH_WORK_TIMEOUT /* setup.py: this torch's Work has it */
 	milliseconds getTimeout() const override
 	{
 		return timeout_;
 	}
+#endif
 
 	// The worker's end of it: exactly once.
 	void complete(std::exception_ptr e)
@@ -437,11 +452,13 @@ class RingwayBackend : public c10d::Backend
 		return gather_base(output, input, "_allgather_base", OpType::_ALLGATHER_BASE);
 	}
 
+#ifdef RW_TORCH_ALL_GATHER_SINGLE
 	c10::intrusive_ptr<c10d::Work> all_gather_single(at::Tensor &output, at::Tensor &input,
 							 const c10d::AllgatherOptions &) override
 	{
 		return gather_base(output, input, "all_gather_single", OpType::_ALLGATHER_BASE);
 	}
+#endif
 
 	c10::intrusive_ptr<c10d::Work>
 	allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
@@ -454,7 +471,7 @@ class RingwayBackend : public c10d::Backend
 		auto pairs = std::make_shared<std::vector<std::pair<Operand, Operand>>>();
 		for (size_t i = 0; i < inputs.size(); i++)
 			pairs->emplace_back(gather_operands(outputs[i], inputs[i], call));
-		return enqueue(OpType::ALLGATHER_INTO_TENSOR_COALESCED,
+		return enqueue(RW_OP_ALLGATHER_INTO_TENSOR_COALESCED,
 			       "ringway:all_gather_into_tensor_coalesced", inputs, outputs,
 			       [this, pairs, call] {
 				       for (auto &p : *pairs) {
@@ -507,12 +524,14 @@ class RingwayBackend : public c10d::Backend
 		return scatter_base(output, input, opts, "_reduce_scatter_base");
 	}
 
+#ifdef RW_TORCH_REDUCE_SCATTER_SINGLE
 	c10::intrusive_ptr<c10d::Work>
 	reduce_scatter_single(at::Tensor &output, at::Tensor &input,
 			      const c10d::ReduceScatterOptions &opts) override
 	{
 		return scatter_base(output, input, opts, "reduce_scatter_single");
 	}
+#endif
 
 	c10::intrusive_ptr<c10d::Work>
 	reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
@@ -526,7 +545,7 @@ class RingwayBackend : public c10d::Backend
 		auto pairs = std::make_shared<std::vector<std::pair<Operand, Operand>>>();
 		for (size_t k = 0; k < inputs.size(); k++)
 			pairs->emplace_back(scatter_operands(outputs[k], inputs[k], op, call));
-		return enqueue(OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+		return enqueue(RW_OP_REDUCE_SCATTER_TENSOR_COALESCED,
 			       "ringway:reduce_scatter_tensor_coalesced", inputs, outputs,
 			       [this, pairs, op, call] {
 				       for (auto &p : *pairs) {
