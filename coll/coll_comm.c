@@ -318,7 +318,13 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	rc = rw_coll_links_connect_args(c, a);
 	if (rc)
 		goto err_close;
-	c->links_shm = rw_coll_links_on_shm(c); /* the choice reads it per call */
+	/* The choice reads it per call, and every rank must choose alike (the
+	 * ring's channels cut the buffer; nothing in a message says how): it
+	 * holds only where this rank's links reach every other rank, so that
+	 * "all shm" here means all ranks on one host, as it does on each of
+	 * them.  Ring-only links (3+ ranks without the p2p mesh) see just two
+	 * neighbours, which may be on the host while others are not. */
+	c->links_shm = rw_coll_links_on_shm(c) && (c->nranks == 2 || c->np2p == c->nranks - 1);
 	c->stage = calloc((size_t)c->nchannels, sizeof(*c->stage));
 	if (!c->stage) {
 		rc = -ENOMEM;

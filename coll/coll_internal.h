@@ -229,8 +229,8 @@ struct rw_coll_comm {
 	int np2p;			/**< p2p link pairs (peers) */
 	struct rw_coll_small *small;	/**< small_op.c's staging, or NULL */
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
-	bool links_shm;			/**< every data link goes through shm (set once
-					 *  connected, rw_coll_links_on_shm; tune.c) */
+	bool links_shm;			/**< all ranks reach each other through shm,
+					 *  alike on every rank (coll_comm.c; tune.c) */
 	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */
