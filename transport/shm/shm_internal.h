@@ -207,8 +207,11 @@ struct rw_shm_req {
 	int n;
 	int nmatched;
 	int nfinished;
-	struct rw_shm_rbuf buf[RW_NET_MAX_RECVS];
+	struct rw_shm_rbuf buf[RW_NET_MAX_RECVS]; /* last: rw_shm_req_get clears up to it */
 };
+static_assert(offsetof(struct rw_shm_req, buf) + sizeof(((struct rw_shm_req *)0)->buf) ==
+		      sizeof(struct rw_shm_req),
+	      "buf is the request's last member");
 
 static inline struct rw_shm_req *rw_shm_req_from(struct rw_net_req *r)
 {

@@ -15,9 +15,9 @@
  *      order: the reader polls the entry itself (one cache line) instead of
  *      a counter line, then the entry; an INLINE message's payload starts
  *      in the slot header's line when it is at most 2 KiB
- *      (rw_shm_inline_off()), so a message of up to 24 bytes is one line; each side's line is two,
- the counters
- *      the peer polls and the rarely written words (closed, failed), so a
+ *      (rw_shm_inline_off()), so a message of up to 24 bytes is one line;
+ *      each side's line is two, the counters the peer polls and the rarely
+ *      written words (closed, failed), so a
  *      failure check does not miss on every message.
  *
  * Rendezvous.  A listener binds an AF_UNIX SOCK_SEQPACKET socket to the
@@ -49,9 +49,9 @@
  *
  * Posted receives.  irecv writes its buffers' tags and sizes to the post
  * ring, then the entry's stamp (release), then counts it in rx.posted; the
- * sender takes an entry whose stamp is its number + 1 (32 bits) as posted.  isend matches against
- them the
- * way NCCL's IB transport does: a send is taken only when the oldest posted
+ * sender takes an entry whose stamp is its number + 1 (32 bits) as posted.
+ * isend matches against them the way NCCL's IB transport does: a send is
+ * taken only when the oldest posted
  * receive that still has a free buffer has one with the send's tag (else
  * isend answers "not now" and the caller retries); the sender counts that
  * receive done in tx.replayed once all its buffers are taken.  So every

@@ -413,14 +413,17 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
 {
 	struct rw_shm_post *p = &c->d.post[c->d.posted % RW_SHM_POST_RING];
-	struct rw_shm_post e = {.n = (uint32_t)r->n, .stamp = p->stamp, .seq = c->d.posted};
+	struct rw_shm_post e = {.n = (uint32_t)r->n, .seq = c->d.posted};
+	size_t len = r->n <= 2 ? RW_SHM_CACHELINE : sizeof(e);
 
 	for (int i = 0; i < r->n; i++) {
 		e.tag[i] = r->buf[i].tag;
 		e.size[i] = r->buf[i].cap;
 	}
-	/* the old stamp stays until the entry is whole (the sender polls it) */
-	memcpy(p, &e, r->n <= 2 ? RW_SHM_CACHELINE : sizeof(e));
+	/* everything but the stamp, which the sender polls: it stays old until
+	 * the entry is whole (no plain store to a word read concurrently) */
+	p->n = e.n;
+	memcpy(&p->seq, &e.seq, len - offsetof(struct rw_shm_post, seq));
 	__atomic_store_n(&p->stamp, (uint32_t)(c->d.posted + 1), __ATOMIC_RELEASE);
 	c->d.posted++;
 	__atomic_store_n(&c->d.seg->rx.posted, c->d.posted, __ATOMIC_RELEASE);
