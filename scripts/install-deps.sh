@@ -44,16 +44,24 @@ done
 # dependencies: about 5.4 GB, 1.5 min here).
 torch_venv() {
   local home=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
-  local venv=${TORCH_VENV:-${XDG_CACHE_HOME:-$home/.cache}/ringway/venv}
+  local ours=${XDG_CACHE_HOME:-$home/.cache}/ringway/venv
+  local venv=${TORCH_VENV:-$ours}
   local want=${TORCH_VERSION:-2.15.0}
   if "$venv/bin/python" -c 'import torch' >/dev/null 2>&1; then
     return 0
+  fi
+  # a folder is replaced only when it is ours: the cache's, or one this
+  # script made (marked); a TORCH_VENV the user made is never deleted
+  if [[ -e $venv && $venv != "$ours" && ! -e $venv/.ringway-venv ]]; then
+    echo "ringway: TORCH_VENV=$venv exists but has no torch, and this script did not make it: install torch there or name another folder" >&2
+    return 1
   fi
   echo "ringway: installing torch $want into $venv (once; reused after)"
   local t0=$SECONDS
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
+  : >"$venv/.ringway-venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check --upgrade pip setuptools wheel
   "$venv/bin/pip" install --quiet --disable-pip-version-check "torch==$want" numpy
   "$venv/bin/python" -c 'import torch; print("ringway: torch", torch.__version__, "in", torch.__file__)'
