@@ -6,7 +6,9 @@
  *
  * The control links (tokens, failure notices) are coll_ctl.c's.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +270,19 @@ static void stages_free(struct rw_coll_comm *c)
 
 /* --- create / destroy ----------------------------------------------------- */
 
+/* CPUs this process may run on (its affinity mask; the online count if
+ * the mask cannot be read). */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
 int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm **out)
 {
 	struct rw_coll_comm *c;
@@ -325,6 +340,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	 * them.  Ring-only links (3+ ranks without the p2p mesh) see just two
 	 * neighbours, which may be on the host while others are not. */
 	c->links_shm = rw_coll_links_on_shm(c) && (c->nranks == 2 || c->np2p == c->nranks - 1);
+	c->spin = c->links_shm && c->nranks <= usable_cpus();
 	c->stage = calloc((size_t)c->nchannels, sizeof(*c->stage));
 	if (!c->stage) {
 		rc = -ENOMEM;
@@ -361,8 +377,7 @@ err_free:
 
 static void req_free(struct rw_coll_req *r)
 {
-	free(r->seg);
-	free(r);
+	free(r); /* seg lies in the same allocation */
 }
 
 static void finish(struct rw_coll_req *r, enum rw_coll_state state, int rc);
@@ -515,7 +530,8 @@ static void progress_comm(struct rw_coll_comm *c)
 				continue;
 			}
 			r->state = RW_COLL_RUNNING;
-			r->last_progress_ms = rw_now_ms();
+			r->last_progress_ms = 0; /* read at its first idle check */
+			r->idle_polls = 0;
 			if (c->nranks > 1 && !r->no_tokens)
 				r->token_no = ++c->tokens_due;
 		}
@@ -538,9 +554,21 @@ static void progress_comm(struct rw_coll_comm *c)
 			finish(r, RW_COLL_DONE, 0);
 			continue;
 		}
-		now = rw_now_ms();
+		/* The clock costs more than a poll that finds nothing: it is
+		 * read every RW_COLL_CLOCK_POLLS idle polls, and a collective
+		 * that moved restarts its idle spell without reading it (the
+		 * spell is then measured from the next reading, late by at most
+		 * that many polls). */
 		if (progressed) {
 			c->moves++;
+			r->last_progress_ms = 0;
+			r->idle_polls = 0;
+			return;
+		}
+		if (++r->idle_polls % RW_COLL_CLOCK_POLLS)
+			return;
+		now = rw_now_ms();
+		if (!r->last_progress_ms) {
 			r->last_progress_ms = now;
 		} else if (now - r->last_progress_ms > (uint64_t)c->timeout_ms) {
 			int peer = c->rank, step = -1;

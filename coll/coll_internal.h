@@ -47,6 +47,10 @@
  * forced direct runs as rd. */
 #define RW_COLL_DIRECT_MAX 8
 
+/* The clock (clock_gettime, ~25 ns) costs more than a poll that finds
+ * nothing: the idle checks read it once every this many idle polls. */
+#define RW_COLL_CLOCK_POLLS 16u
+
 /** A registered little buffer for hellos, tokens and failure notices:
  *  received messages land at 0; a sender keeps a notice at 32, a mismatch
  *  notice at 96 and a token per send in flight from 160 (coll_ctl.c). */
@@ -169,7 +173,7 @@ struct rw_coll_req {
 	int rc;
 	struct rw_coll_args a; /**< seg arrays point into seg below */
 	struct rw_coll_sig sig;
-	size_t *seg; /**< 2 * nranks: offsets, counts */
+	size_t *seg; /**< 2 * nranks: offsets, counts (after the request, one allocation) */
 	enum rw_coll_mem mem;
 	size_t esize;
 	enum rw_op redop;	   /**< op used for reductions (avg -> sum) */
@@ -186,8 +190,9 @@ struct rw_coll_req {
 	 *  links (the latency algorithms on 2 ranks, small_op.c): no token at
 	 *  all, sent or waited for (coll_comm.c) */
 	bool no_tokens;
-	uint64_t token_no; /**< tokens_due once it started */
-	uint64_t last_progress_ms;
+	uint64_t token_no;	   /**< tokens_due once it started */
+	uint64_t last_progress_ms; /**< start of the idle spell, 0: not read yet */
+	unsigned idle_polls;	   /**< polls without progress since it moved */
 	int nvtx_depth;
 	void *act_event;    /**< device: the activation's copy, NULL when none is pending */
 	void *act_stream;   /**< device, one rank: the stream it runs on (owned) */
@@ -231,6 +236,11 @@ struct rw_coll_comm {
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
 	bool links_shm;			/**< all ranks reach each other through shm,
 					 *  alike on every rank (coll_comm.c; tune.c) */
+	bool spin;			/**< links_shm and the ranks fit the cores we
+					 *  may run on: rw_coll_run spins before it
+					 *  yields (coll_start.c) */
+	unsigned spin_misses;		/**< idle spells in a row that spun out */
+	uint64_t spin_after_ns;		/**< no spinning before then (0: spin) */
 	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */

@@ -27,11 +27,33 @@
  * naps after 1 ms) and cost 4 ranks on 2 cores TCP 128 KiB 584 -> 455 us.
  * A spin without the yield starves the socket transport's helper threads
  * (4 ranks TCP 128 KiB: 20 ms).
+ *
+ * Where every rank is on this host over shm and the ranks fit the cores
+ * this process may run on (c->spin, coll_comm.c), nobody should wait for
+ * our core: the first RW_COLL_SPIN_NS of an idle spell spin with a pause
+ * instead of the yield, whose system call outlasts a small message (Open
+ * MPI's rule: it yields only when oversubscribed).  But the scheduler may
+ * still put two ranks on one core for a while (a fresh fork starts on its
+ * parent's): then every wait spins out its RW_COLL_SPIN_NS before the peer
+ * can run (2 ranks, 8 B: 5-15 us a call instead of 0.6 in one launch of
+ * ten).  So RW_COLL_SPIN_MISSES spells in a row that spun out without
+ * progress stop the spinning for RW_COLL_SPIN_BACKOFF_NS.
  */
-#define RW_COLL_YIELD_NS    1000000ull
-#define RW_COLL_CLOCK_POLLS 16u
-#define RW_COLL_NAP_MIN_US  50u
-#define RW_COLL_NAP_MAX_US  1000u
+#define RW_COLL_YIELD_NS	1000000ull
+#define RW_COLL_SPIN_NS		5000ull
+#define RW_COLL_SPIN_MISSES	8u
+#define RW_COLL_SPIN_BACKOFF_NS 100000000ull
+#define RW_COLL_NAP_MIN_US	50u
+#define RW_COLL_NAP_MAX_US	1000u
+
+static inline void cpu_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#endif
+}
 
 static const char *const kind_names[] = {
 	[RW_COLL_ALLREDUCE] = "allreduce",
@@ -142,9 +164,7 @@ static int layout(struct rw_coll_req *r)
 	int nseg = a->kind == RW_COLL_BROADCAST ? 1 : p;
 	size_t *off, *cnt;
 
-	r->seg = calloc(2 * (size_t)nseg, sizeof(size_t));
-	if (!r->seg)
-		return -ENOMEM;
+	r->seg = (size_t *)(r + 1); /* 2 * nranks, allocated with r */
 	off = r->seg;
 	cnt = r->seg + nseg;
 	switch (a->kind) {
@@ -248,7 +268,8 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 	rc = check_args(c, a);
 	if (rc)
 		return rc;
-	r = calloc(1, sizeof(*r));
+	/* the request and its segment arrays (layout) in one allocation */
+	r = calloc(1, sizeof(*r) + 2 * (size_t)c->nranks * sizeof(size_t));
 	if (!r)
 		return -ENOMEM;
 	r->comm = c;
@@ -350,11 +371,24 @@ int rw_coll_activate(struct rw_coll_req *r)
 	return rc;
 }
 
+/* A wait that spun ended (missed: it outlasted RW_COLL_SPIN_NS). */
+static void spin_count(struct rw_coll_comm *c, bool missed, uint64_t now)
+{
+	if (!missed) {
+		c->spin_misses = 0;
+	} else if (++c->spin_misses >= RW_COLL_SPIN_MISSES) {
+		c->spin_after_ns = now + RW_COLL_SPIN_BACKOFF_NS;
+		c->spin_misses = 0;
+	}
+}
+
 int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 {
 	struct rw_coll_req *r;
 	uint64_t seen, idle_since = 0;
 	unsigned idle_polls = 0;
+	bool spin = c->spin && !c->spin_after_ns; /* this wait spins first */
+	bool spinning = spin, counted = false;
 	int done = 0, rc;
 
 	rc = rw_coll_start(c, a, &r);
@@ -362,32 +396,55 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 		return rc;
 	seen = c->moves;
 	for (;;) {
-		uint64_t idle;
+		uint64_t now, idle;
 
 		rc = rw_coll_test(r, &done, NULL);
-		if (rc || done)
-			return rc;
-		if (c->moves != seen) {
+		if (rc || done || c->moves != seen) {
+			/* a wait that spun says whether the spin was enough (the
+			 * transport may have yielded inside test(): time it) */
+			if (spin && idle_polls && !counted) {
+				now = idle_since ? rw_now_ns() : 0;
+				spin_count(c, idle_since && now - idle_since >= RW_COLL_SPIN_NS,
+					   now);
+			}
+			if (rc || done)
+				return rc;
 			seen = c->moves;
 			idle_since = 0;
-			continue;
-		}
-		/* Nothing moved: yield the core (to the transport's threads, to
-		 * the ranks that share it) and poll again; the clock is read
-		 * only every RW_COLL_CLOCK_POLLS idle polls.  Past
-		 * RW_COLL_YIELD_NS idle, nap: a tenth of the idle time so far,
-		 * so a long wait costs the CPU little and is noticed late by
-		 * at most about a tenth. */
-		if (!idle_since) {
-			idle_since = rw_now_ns();
 			idle_polls = 0;
-		}
-		if (++idle_polls % RW_COLL_CLOCK_POLLS) {
-			sched_yield();
+			spin = spinning = c->spin && !c->spin_after_ns;
+			counted = false;
 			continue;
 		}
-		idle = rw_now_ns() - idle_since;
-		if (idle < RW_COLL_YIELD_NS)
+		/* Nothing moved: spin (c->spin) or yield the core (to the
+		 * transport's threads, to the ranks that share it) and poll
+		 * again; the clock is read only every RW_COLL_CLOCK_POLLS idle
+		 * polls, the first reading starting the idle spell.  Past
+		 * RW_COLL_SPIN_NS idle a spinner yields too; past
+		 * RW_COLL_YIELD_NS, nap: a tenth of the idle time so far, so a
+		 * long wait costs the CPU little and is noticed late by at
+		 * most about a tenth. */
+		if (++idle_polls % RW_COLL_CLOCK_POLLS) {
+			if (spinning)
+				cpu_pause();
+			else
+				sched_yield();
+			continue;
+		}
+		now = rw_now_ns();
+		if (!idle_since)
+			idle_since = now;
+		idle = now - idle_since;
+		if (spin && !counted && idle >= RW_COLL_SPIN_NS) {
+			spin_count(c, true, now);
+			counted = true;
+		}
+		if (c->spin_after_ns && now >= c->spin_after_ns)
+			c->spin_after_ns = 0;
+		spinning = spin && idle < RW_COLL_SPIN_NS;
+		if (spinning)
+			cpu_pause();
+		else if (idle < RW_COLL_YIELD_NS)
 			sched_yield();
 		else
 			usleep((useconds_t)RW_MIN(RW_MAX(idle / 10000, RW_COLL_NAP_MIN_US),

@@ -67,15 +67,36 @@ int rw_cuda_device_count(int *count)
 	return 0;
 }
 
+/*
+ * A runtime that failed to initialise (no driver, no device) stays so for
+ * the life of the process: once a pointer query has said so, the queries
+ * answer "host" without asking again (each collective asks twice, and the
+ * failing call costs more than a small collective's other work).
+ */
+static int cuda_absent;
+
+static cudaError_t pointer_attributes(struct cudaPointerAttributes *attr, const void *ptr)
+{
+	cudaError_t e;
+
+	if (__atomic_load_n(&cuda_absent, __ATOMIC_RELAXED))
+		return cudaErrorNoDevice;
+	e = cudaPointerGetAttributes(attr, ptr);
+	if (e != cudaSuccess) {
+		(void)cudaGetLastError();
+		if (rw_cuda_errno(e) == -ENODEV)
+			__atomic_store_n(&cuda_absent, 1, __ATOMIC_RELAXED);
+	}
+	return e;
+}
+
 enum rw_mem_kind rw_cuda_mem_kind(const void *ptr)
 {
 	RW_EMU_ROUTE(rw_emu_mem_kind(ptr));
 	struct cudaPointerAttributes attr;
 
-	if (!ptr || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-		(void)cudaGetLastError(); /* no driver, or not CUDA's: host */
-		return RW_MEM_HOST;
-	}
+	if (!ptr || pointer_attributes(&attr, ptr) != cudaSuccess)
+		return RW_MEM_HOST; /* no driver, or not CUDA's: host */
 	switch (attr.type) {
 	case cudaMemoryTypeHost:
 		return RW_MEM_HOST_PINNED;
@@ -93,10 +114,8 @@ int rw_cuda_ptr_device(const void *ptr)
 	RW_EMU_ROUTE(rw_emu_ptr_device(ptr));
 	struct cudaPointerAttributes attr;
 
-	if (!ptr || cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-		(void)cudaGetLastError();
+	if (!ptr || pointer_attributes(&attr, ptr) != cudaSuccess)
 		return -1;
-	}
 	if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
 		return -1;
 	return attr.device;

@@ -395,7 +395,10 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 	}
 	if (c->fail)
 		return c->fail;
-	now = rw_shm_now(c, true);
+	/* a caller retrying a "not now" answers from the poll loop's clock;
+	 * the first try (the start of its wait) and the send that goes out
+	 * (posted_ns) read it fresh */
+	now = rw_shm_now(c, !c->d.wait_since_ns);
 	/* sends still queued move first (a caller retrying a "not now" may
 	 * wait on them); with none, the new one goes out below */
 	if (!c->d.accepted || c->d.q_head || peer_failed(c))
@@ -409,7 +412,10 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 		*req = NULL;
 		return isend_wait(c, now, tag, size);
 	}
-	c->d.wait_since_ns = 0;
+	if (c->d.wait_since_ns) {
+		c->d.wait_since_ns = 0;
+		now = rw_shm_now(c, true);
+	}
 	r->data = data;
 	r->size = size;
 	r->tag = tag;
