@@ -255,7 +255,7 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 {
 	struct rw_coll_choice choice;
 	struct rw_coll_req *r;
-	size_t src_bytes, dst_bytes;
+	size_t bytes, src_bytes, dst_bytes;
 	int rc;
 
 	if (!c || !a || !out) {
@@ -268,10 +268,13 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 	rc = check_args(c, a);
 	if (rc)
 		return rc;
-	/* the request and its segment arrays (layout) in one allocation */
-	r = calloc(1, sizeof(*r) + 2 * (size_t)c->nranks * sizeof(size_t));
+	/* the request and its segment arrays (layout) in one allocation;
+	 * malloc and memset, as glibc's calloc skips the thread cache */
+	bytes = sizeof(*r) + 2 * (size_t)c->nranks * sizeof(size_t);
+	r = malloc(bytes);
 	if (!r)
 		return -ENOMEM;
+	memset(r, 0, bytes);
 	r->comm = c;
 	r->a = *a;
 	r->sig = rw_coll_sig_of(a);

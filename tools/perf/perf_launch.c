@@ -4,9 +4,11 @@
  * torchrun-style RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, or --local N,
  * which forks N ranks on this host.
  */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_* */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +123,31 @@ static int free_port(void)
 	return port;
 }
 
+/*
+ * A forked rank starts on its parent's CPU, and the scheduler may leave
+ * two ranks sharing one for a whole short run (2 ranks, 4 KiB: 5.5 us a
+ * call instead of 1.2 in about one launch of four).  Where the ranks fit
+ * the CPUs we may use, rank r moves to the r-th of them and is then free
+ * again (the whole mask back): a start like mpirun's, not a binding.
+ */
+static void spread(int rank, int n)
+{
+	cpu_set_t all, one;
+	int k = 0;
+
+	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < n)
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &all) || k++ != rank)
+			continue;
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) == 0)
+			(void)sched_setaffinity(0, sizeof(all), &all);
+		return;
+	}
+}
+
 int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), void *arg)
 {
 	pid_t *pids = calloc((size_t)n, sizeof(*pids));
@@ -139,6 +166,7 @@ int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), v
 			int rc;
 
 			snprintf(pr.root, sizeof(pr.root), "127.0.0.1:%d", port);
+			spread(r, n);
 			rc = body(&pr, arg);
 			fflush(NULL);
 			_exit(rc ? 1 : 0);

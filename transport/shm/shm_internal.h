@@ -325,7 +325,7 @@ static inline struct rw_shm_net *rw_shm_comm_net(struct rw_shm_comm *c)
  * peer checks, counts in microseconds and more).
  */
 #define RW_SHM_CLOCK_EVERY 16
-#define RW_SHM_CLOCK_BYTES 4096 /* a progress that copied more reads it fresh */
+#define RW_SHM_CLOCK_BYTES 65536 /* a progress that copied more reads it fresh */
 
 static inline uint64_t rw_shm_now(struct rw_shm_comm *c, bool fresh)
 {
