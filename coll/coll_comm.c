@@ -255,6 +255,7 @@ int rw_coll_stage_ps(struct rw_coll_comm *c)
 static void stages_free(struct rw_coll_comm *c)
 {
 	rw_coll_small_free(c);
+	rw_coll_win_drop(c);
 	if (c->stage) {
 		for (int ch = 0; ch < c->nchannels; ch++)
 			stage_free(c, &c->stage[ch], rw_link_send(ch), rw_link_recv(ch));
@@ -341,6 +342,9 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	 * neighbours, which may be on the host while others are not. */
 	c->links_shm = rw_coll_links_on_shm(c) && (c->nranks == 2 || c->np2p == c->nranks - 1);
 	c->spin = c->links_shm && c->nranks <= usable_cpus();
+	rc = rw_coll_win_setup(c);
+	if (rc)
+		goto err_close;
 	c->stage = calloc((size_t)c->nchannels, sizeof(*c->stage));
 	if (!c->stage) {
 		rc = -ENOMEM;
@@ -567,6 +571,8 @@ static void progress_comm(struct rw_coll_comm *c)
 		}
 		if (++r->idle_polls % RW_COLL_CLOCK_POLLS)
 			return;
+		if (rw_coll_win_stray(r))
+			continue; /* the peer called another collective: the loop fails the queue */
 		now = rw_now_ms();
 		if (!r->last_progress_ms) {
 			r->last_progress_ms = now;

@@ -326,6 +326,7 @@ static void notices_send(struct rw_coll_comm *c, const struct notice *n)
 /* Close the channel and ps links: cancels every transfer of user data. */
 static void close_data_links(struct rw_coll_comm *c)
 {
+	rw_coll_win_drop(c); /* the windows go with their links */
 	for (int i = 0; i < c->nlinks; i++) {
 		struct rw_coll_link *l = &c->links[i];
 

@@ -233,6 +233,9 @@ struct rw_coll_comm {
 	int p2p_first;			/**< index of the first p2p link, or -1 */
 	int np2p;			/**< p2p link pairs (peers) */
 	struct rw_coll_small *small;	/**< small_op.c's staging, or NULL */
+	char **win;			/**< per link: its window, or NULL (small_op.c) */
+	size_t win_half;		/**< bytes of a window's half; 0: no windows */
+	uint64_t win_seq;		/**< collectives moved through the windows */
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
 	bool links_shm;			/**< all ranks reach each other through shm,
 					 *  alike on every rank (coll_comm.c; tune.c) */
@@ -289,6 +292,21 @@ bool rw_coll_has_p2p(const struct rw_coll_comm *c);
 int rw_coll_p2p_peers(int nranks, int rank, enum rw_coll_algo algo, int *peers);
 /** Free the latency staging (before the links close). */
 void rw_coll_small_free(struct rw_coll_comm *c);
+/**
+ * After the links connected: where every latency link has a window
+ * (rw_net_window: all ranks on one host over shm, so every rank finds the
+ * same), keep them for direct exchange's small collectives (small_op.c,
+ * "The windows").  0, or -ENOMEM.
+ */
+int rw_coll_win_setup(struct rw_coll_comm *c);
+/** A collective that does not use the windows while a peer wrote the next
+ *  window collective: the ranks called different collectives (fails r
+ *  naming both; 0 when nothing is there).  Cheap; for the idle checks. */
+int rw_coll_win_stray(struct rw_coll_req *r);
+/** Does r move through the windows? */
+bool rw_coll_win_used(const struct rw_coll_req *r);
+/** Forget the windows (before their links close). */
+void rw_coll_win_drop(struct rw_coll_comm *c);
 
 /* --- coll_conn.c ------------------------------------------------------------ */
 

@@ -27,6 +27,10 @@
  * registered.  A received signature that differs from ours fails every rank
  * with both collectives named (rw_coll_fail_mismatch) before anything
  * received is used.
+ *
+ * Where every rank is on this host over shm, direct exchange of a message
+ * that fits half a window goes through the links' windows instead of
+ * messages ("The windows" below).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,6 +62,9 @@ struct small_state {
 	int next_out;	 /* rd: the next free out slot */
 	const char *cur; /* rd: this rank's partial (sendbuf's copy or an out slot) */
 	bool folded;	 /* everything reduced into recvbuf */
+	bool win;	 /* direct through the windows: window collective seq */
+	uint64_t seq;
+	unsigned polls; /* window: polls that found a message missing */
 };
 
 static struct small_state *state_of(const struct rw_coll_req *r)
@@ -214,6 +221,217 @@ static char *in_slot(const struct rw_coll_comm *c, int k)
 	return c->small->buf + (size_t)(c->small->nslots + k) * c->small->stride;
 }
 
+/* --- the windows ------------------------------------------------------------- */
+
+/*
+ * Where every rank shares the host over shm, each latency link has a window
+ * (rw_net_window): memory its sending side writes and its receiving side
+ * reads, with no post, match, copy out or ack.  Direct exchange moves a
+ * collective whose message fits half a window through them, as Open MPI's
+ * fastboxes do: each rank writes its message (the signature, then its
+ * buffer) into half w % 2 of every send link's window and stores the
+ * half's stamp w last (release), polls the stamp of the same half of every
+ * receive link (acquire), and folds straight from the peers' windows into
+ * recvbuf.
+ *
+ * w is c->win_seq, the window collectives so far, counted alike on every
+ * rank (each makes the same choice from the same size and links).  A rank
+ * writes half w % 2 again only for w + 2, after finishing w + 1, which took
+ * every peer's message of w + 1, which each peer wrote after finishing w,
+ * fold included: two halves suffice and no writer waits for a reader.
+ *
+ * Ranks that call different collectives: a window message's signature is
+ * checked as a staged one's is; a stamp beyond w means a peer ran more
+ * window collectives than we did.  With 2 ranks, a collective that does not
+ * use the windows and makes no progress while the peer's window collective
+ * w + 1 is written (rw_coll_win_stray, at the idle checks) means the peer
+ * called another collective: the peer can be one collective ahead, but then
+ * everything it sent us is visible once its stamp is, and a collective of
+ * host memory that still does not move has no message coming.  Nothing
+ * polls a link while a window collective waits, so the wait checks its
+ * receive links (rw_net_check) every WIN_CHECK_POLLS polls: a peer that
+ * failed, closed or exited is named at once, not at the timeout.
+ */
+static int link_failed(struct rw_coll_req *r, int err, int peer, const char *what, int round);
+static int fold(const struct rw_coll_req *r, void *dst, const void **srcs, int n, bool final);
+static size_t msg_bytes(const struct rw_coll_req *r);
+
+struct win_msg {
+	uint64_t stamp; /* the window collective, stored last */
+	uint64_t bytes; /* of the payload: the signature, then the data */
+	unsigned char payload[];
+};
+
+#define WIN_CHECK_POLLS 64u
+
+int rw_coll_win_setup(struct rw_coll_comm *c)
+{
+	size_t half = SIZE_MAX;
+
+	if (!c->links_shm || c->nranks > RW_COLL_DIRECT_MAX || !rw_coll_has_p2p(c))
+		return 0;
+	c->win = calloc((size_t)c->nlinks, sizeof(*c->win));
+	if (!c->win)
+		return -ENOMEM;
+	for (int q = 0; q < c->nranks; q++) {
+		for (int k = 0; k < 2 && q != c->rank; k++) {
+			int l = k ? rw_coll_p2p_recv_link(c, q) : rw_coll_p2p_send_link(c, q);
+			void *addr;
+			size_t bytes;
+
+			if (l < 0 || !c->links[l].comm ||
+			    rw_net_window(c->links[l].comm, &addr, &bytes) || bytes < 4096) {
+				free(c->win);
+				c->win = NULL;
+				return 0; /* no windows: the messages serve */
+			}
+			c->win[l] = addr;
+			half = RW_MIN(half, bytes / 2);
+		}
+	}
+	c->win_half = half & ~(size_t)63;
+	return 0;
+}
+
+void rw_coll_win_drop(struct rw_coll_comm *c)
+{
+	free(c->win);
+	c->win = NULL;
+	c->win_half = 0;
+}
+
+static struct win_msg *win_at(const struct rw_coll_comm *c, int link, uint64_t w)
+{
+	return (struct win_msg *)(c->win[link] + (w & 1) * c->win_half);
+}
+
+bool rw_coll_win_used(const struct rw_coll_req *r)
+{
+	const struct rw_coll_small *s = r->comm->small;
+	const struct small_state *st = s ? s->state : NULL;
+
+	return st && st->owner == r && st->win;
+}
+
+int rw_coll_win_stray(struct rw_coll_req *r)
+{
+	struct rw_coll_comm *c = r->comm;
+	uint64_t next = c->win_seq + 1;
+	struct rw_coll_sig theirs;
+	const struct win_msg *m;
+	int peer = 1 - c->rank;
+
+	if (!c->win_half || c->nranks != 2 || r->mem != RW_COLL_MEM_HOST || rw_coll_win_used(r))
+		return 0;
+	m = win_at(c, rw_coll_p2p_recv_link(c, peer), next);
+	if (__atomic_load_n(&m->stamp, __ATOMIC_ACQUIRE) != next)
+		return 0;
+	memcpy(&theirs, m->payload, SIG_BYTES);
+	return rw_coll_fail_mismatch(r, peer, &theirs);
+}
+
+/* Does r go through the windows? */
+static bool win_fits(const struct rw_coll_req *r)
+{
+	const struct rw_coll_comm *c = r->comm;
+
+	return r->ops == &rw_coll_direct_ops && c->win_half && r->mem == RW_COLL_MEM_HOST &&
+	       sizeof(struct win_msg) + SIG_BYTES + r->a.count * r->esize <= c->win_half;
+}
+
+/* Our message into half seq % 2 of every send link's window, stamp last. */
+static void win_write(struct rw_coll_req *r, struct small_state *st)
+{
+	struct rw_coll_comm *c = r->comm;
+	size_t n = r->a.count * r->esize;
+
+	st->seq = ++c->win_seq;
+	for (int i = 0; i < st->nsend; i++) {
+		struct win_msg *m = win_at(c, st->send[i].link, st->seq);
+
+		memcpy(m->payload, &r->sig, SIG_BYTES);
+		if (n)
+			memcpy(m->payload + SIG_BYTES, r->a.sendbuf, n);
+		m->bytes = SIG_BYTES + n;
+		__atomic_store_n(&m->stamp, st->seq, __ATOMIC_RELEASE);
+		st->send[i].posted = st->send[i].done = true;
+		c->stats.chunks_sent++;
+	}
+}
+
+/* A receive's message, once its stamp is there: checked, then done. */
+static int win_take(struct rw_coll_req *r, struct small_state *st, struct msg *m, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	const struct win_msg *w = win_at(c, m->link, st->seq);
+	uint64_t stamp = __atomic_load_n(&w->stamp, __ATOMIC_ACQUIRE);
+	struct rw_coll_sig theirs;
+
+	if (stamp + 2 == st->seq || stamp == 0)
+		return 0; /* not yet: the half still holds the collective before */
+	memcpy(&theirs, w->payload, SIG_BYTES);
+	if (stamp != st->seq || !rw_coll_sig_same(&theirs, &r->sig))
+		return rw_coll_fail_mismatch(r, m->peer, &theirs);
+	if (w->bytes != msg_bytes(r)) {
+		RW_WARN(RW_LOG_COLL,
+			"coll: rank %d: direct allreduce: rank %d wrote %llu bytes to the window; "
+			"expected %zu",
+			c->rank, m->peer, (unsigned long long)w->bytes, msg_bytes(r));
+		return rw_coll_fail(r, -EPROTO, m->peer, "receiving from", m->round, 0);
+	}
+	c->stats.chunks_recv++;
+	m->posted = m->done = true;
+	*progressed = true;
+	return 0;
+}
+
+static int win_step(struct rw_coll_req *r, bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct small_state *st = state_of(r);
+	const void *srcs[RW_COLL_DIRECT_MAX];
+	bool missing = false;
+	int rc;
+
+	for (int i = 0; i < st->nrecv; i++) {
+		struct msg *m = &st->recv[i];
+
+		if (m->done)
+			continue;
+		rc = win_take(r, st, m, progressed);
+		if (rc)
+			return rc;
+		missing |= !m->done;
+	}
+	if (missing) {
+		if (++st->polls % WIN_CHECK_POLLS)
+			return 0;
+		for (int i = 0; i < st->nrecv; i++) {
+			struct msg *m = &st->recv[i];
+
+			rc = m->done ? 0 : rw_net_check(c->links[m->link].comm);
+			if (rc)
+				return link_failed(r, rc, m->peer, "receiving from", m->round);
+		}
+		return 0;
+	}
+	if (st->folded)
+		return 0;
+	st->folded = true;
+	*progressed = true;
+	if (!r->a.count)
+		return 0;
+	/* straight from the windows, ours from sendbuf (one group of at
+	 * most RW_COLL_DIRECT_MAX sources: recvbuf may be sendbuf) */
+	for (int q = 0, i = 0; q < c->nranks; q++) {
+		const struct win_msg *w =
+			q == c->rank ? NULL : win_at(c, st->recv[i++].link, st->seq);
+
+		srcs[q] = w ? (const void *)(w->payload + SIG_BYTES) : r->a.sendbuf;
+	}
+	return fold(r, r->a.recvbuf, srcs, c->nranks, true);
+}
+
 /* --- the schedules ----------------------------------------------------------- */
 
 static void add(struct msg *m, int *n, int peer, int link, int slot, int round)
@@ -257,7 +475,8 @@ static void schedule(struct rw_coll_req *r, struct small_state *st, bool rd)
 	st->rd = rd;
 	st->nsend = st->nrecv = 0;
 	st->p2 = st->extra = st->rounds = st->stage = 0;
-	st->folded = false;
+	st->folded = st->win = false;
+	st->polls = 0;
 	if (!rd) {
 		/* direct: out slot 0 to everyone, in slot i from the i-th peer */
 		for (int q = 0, i = 0; q < p; q++) {
@@ -457,13 +676,20 @@ static int fold(const struct rw_coll_req *r, void *dst, const void **srcs, int n
 static int start(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
+	bool win = win_fits(r);
 	struct small_state *st;
-	int rc = small_stage(c, msg_bytes(r));
+	int rc = small_stage(c, win ? 0 : msg_bytes(r)); /* the window: state only */
 
 	if (rc)
 		return rc;
 	st = state_of(r);
 	schedule(r, st, r->ops == &rw_coll_rd_ops);
+	if (win) {
+		st->win = true;
+		win_write(r, st);
+		*progressed = true;
+		return 0;
+	}
 	for (int k = 0; k < c->small->nslots; k++)
 		memcpy(out_slot(c, k), &r->sig, SIG_BYTES);
 	if (r->a.count)
@@ -629,7 +855,9 @@ static int small_progress(struct rw_coll_req *r, bool *progressed)
 			return rc;
 	}
 	st = state_of(r);
-	rc = st->rd ? rd_step(r, progressed) : direct_step(r, progressed);
+	rc = st->win  ? win_step(r, progressed)
+	     : st->rd ? rd_step(r, progressed)
+		      : direct_step(r, progressed);
 	if (rc)
 		return rc;
 	return all_done(st) ? 1 : 0;

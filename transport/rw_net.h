@@ -175,6 +175,16 @@ struct rw_net_ops {
 	/** Optional (NULL: the comm is described as RW_NET_KIND_UNKNOWN): fill
 	 *  desc for an open comm; never blocks, never touches the data path. */
 	int (*describe)(struct rw_net_comm *comm, struct rw_net_desc *desc);
+	/** Optional (NULL: none; only shm has one): memory both ends of the
+	 *  connection map, *bytes of it at *addr, which the send side writes
+	 *  and the receive side reads.  What it holds, and when a side may
+	 *  write or read it, is the caller's protocol alone: the transport
+	 *  never touches it.  Lives as long as the comm. */
+	int (*window)(struct rw_net_comm *comm, void **addr, size_t *bytes);
+	/** Optional with window: 0 while the connection is sound, else the
+	 *  comm's error (the peer closed, failed or exited; logged once).
+	 *  Never blocks; cheap enough for a poll loop. */
+	int (*check)(struct rw_net_comm *comm);
 };
 
 /** Base of every transport instance. */
@@ -302,6 +312,20 @@ static inline int rw_net_describe(struct rw_net_comm *c, struct rw_net_desc *des
 		return -ENOTSUP;
 	}
 	return c->net->ops->describe(c, desc);
+}
+
+/** The comm's shared window (see rw_net_ops.window), or -ENOTSUP. */
+static inline int rw_net_window(struct rw_net_comm *c, void **addr, size_t *bytes)
+{
+	if (!c->net->ops->window || !c->net->ops->check)
+		return -ENOTSUP;
+	return c->net->ops->window(c, addr, bytes);
+}
+
+/** 0 while a comm with a window is sound, else its error. */
+static inline int rw_net_check(struct rw_net_comm *c)
+{
+	return c->net->ops->check ? c->net->ops->check(c) : 0;
 }
 
 /** Frees the instance; every comm and listener must be closed first. */

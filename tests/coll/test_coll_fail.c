@@ -27,6 +27,7 @@ static void expect_failure_warnings(void)
 {
 	rw_test_log_expect("coll: rank");
 	rw_test_log_expect("socket:");
+	rw_test_log_expect("shm:");
 	rw_test_log_expect("bootstrap:");
 }
 
@@ -139,6 +140,32 @@ static void a_killed_rank_is_named_by_every_rank(void **state)
 	munmap(k, sizeof(*k));
 	for (int r = 0; r < 4; r++)
 		assert_int_equal(codes[r], r == VICTIM ? 128 + SIGKILL : 0);
+}
+
+/* Direct through the windows over shm (3 and 4 ranks): nothing polls the
+ * links while a window collective waits, yet the dead rank is named at
+ * once (rw_net_check), not at the timeout. */
+static void a_killed_rank_is_named_through_the_windows(void **state)
+{
+	static const char *const env[] = {"RINGWAY_TIMEOUT_MS",
+					  "5000",
+					  "RINGWAY_ALGO",
+					  "direct",
+					  "RINGWAY_TRANSPORT",
+					  "shm",
+					  NULL};
+	int codes[4];
+
+	(void)state;
+	for (int p = 3; p <= 4; p++) {
+		struct kill_case *k = kill_case_new(1000);
+
+		coll_fork_codes(p, env, killed, k, 60, codes);
+		munmap(k, sizeof(*k));
+		for (int r = 0; r < p; r++)
+			if (codes[r] != (r == VICTIM ? 128 + SIGKILL : 0))
+				fail_msg("%d ranks: rank %d ended with %d", p, r, codes[r]);
+	}
 }
 
 /* The same with the latency algorithms (small buffers; 4 and 5 ranks: rd
@@ -393,9 +420,15 @@ static int mismatched(struct rw_comm *w, int rank, int p, void *arg)
 	return code;
 }
 
-static void run_mismatch(const char *algo, int nranks, struct mismatch m)
+static void run_mismatch_on(const char *algo, const char *transport, int nranks, struct mismatch m)
 {
-	const char *const env[] = {"RINGWAY_TIMEOUT_MS", "8000", "RINGWAY_ALGO", algo, NULL};
+	const char *const env[] = {"RINGWAY_TIMEOUT_MS",
+				   "8000",
+				   "RINGWAY_ALGO",
+				   algo,
+				   "RINGWAY_TRANSPORT",
+				   transport,
+				   NULL};
 	struct mismatch *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
 				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
@@ -407,6 +440,11 @@ static void run_mismatch(const char *algo, int nranks, struct mismatch m)
 	/* every rank failed; the difference itself is named by at least one */
 	assert_true(atomic_load(&shared->named) >= 1);
 	munmap(shared, sizeof(*shared));
+}
+
+static void run_mismatch(const char *algo, int nranks, struct mismatch m)
+{
+	run_mismatch_on(algo, "socket", nranks, m);
 }
 
 static struct mismatch allreduce(enum rw_dtype dt, size_t count, enum rw_op op)
@@ -421,28 +459,33 @@ static struct mismatch allreduce(enum rw_dtype dt, size_t count, enum rw_op op)
 				 .odd_op = op};
 }
 
-static void mismatches(const char *algo)
+static void mismatches_on(const char *algo, const char *transport)
 {
 	struct mismatch m;
 
 	for (int p = 2; p <= 3; p++) {
 		m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
 		m.odd_dtype = RW_DTYPE_FLOAT16; /* other sizes */
-		run_mismatch(algo, p, m);
+		run_mismatch_on(algo, transport, p, m);
 		m.odd_dtype = RW_DTYPE_INT32; /* the same size */
-		run_mismatch(algo, p, m);
+		run_mismatch_on(algo, transport, p, m);
 		m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
 		m.odd_count = 1001;
-		run_mismatch(algo, p, m);
+		run_mismatch_on(algo, transport, p, m);
 		m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
 		m.odd_op = RW_OP_MAX;
-		run_mismatch(algo, p, m);
+		run_mismatch_on(algo, transport, p, m);
 	}
 	m = allreduce(RW_DTYPE_FLOAT32, 1000, RW_OP_SUM);
 	m.odd_dtype = RW_DTYPE_INT32; /* the same size, at no neighbour of rank 0 */
-	run_mismatch(algo, 4, m);
+	run_mismatch_on(algo, transport, 4, m);
 	m.odd_dtype = RW_DTYPE_FLOAT16;
-	run_mismatch(algo, 4, m);
+	run_mismatch_on(algo, transport, 4, m);
+}
+
+static void mismatches(const char *algo)
+{
+	mismatches_on(algo, "socket");
 }
 
 static void mismatched_collectives_fail_everywhere_ring(void **state)
@@ -489,6 +532,25 @@ static void mismatched_collectives_fail_everywhere_rd_direct(void **state)
 	mismatches("direct");
 }
 
+/* Over shm, direct goes through the links' windows (coll/small_op.c): the
+ * same differences, caught there; and with 2 ranks a window collective
+ * against one that does not use the windows (8 bytes against 1 MiB under
+ * auto: direct through the windows, and the ring), caught by the ring's
+ * rank at its idle checks (rw_coll_win_stray), its links then closing
+ * under the other. */
+static void mismatched_collectives_fail_everywhere_windows(void **state)
+{
+	struct mismatch m = allreduce(RW_DTYPE_FLOAT32, 2, RW_OP_SUM);
+
+	(void)state;
+	mismatches_on("direct", "shm");
+	m.odd_count = 256 << 10;
+	run_mismatch_on("auto", "shm", 2, m);
+	m.odd_count = 2;
+	m.count = 256 << 10;
+	run_mismatch_on("auto", "shm", 2, m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -502,8 +564,12 @@ int main(void)
 						rw_test_setup_log, rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_ps,
 						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(a_killed_rank_is_named_through_the_windows,
+						rw_test_setup_log, NULL),
 		cmocka_unit_test_setup_teardown(a_killed_rank_is_named_rd_direct, rw_test_setup_log,
 						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_windows,
+						rw_test_setup_log, NULL),
 		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_rd_direct,
 						rw_test_setup_log, rw_test_teardown_log),
 	};

@@ -8,7 +8,9 @@
  *    cross-memory-attach copy) fails the receive within the timeout, and
  *    the warning names it;
  *  - a rank that waits with nothing arriving sleeps (futex) instead of
- *    burning a core, and still wakes for the message.
+ *    burning a core, and still wakes for the message;
+ *  - the window (rw_net_window) is one memory on both sides, and check()
+ *    names a peer that died while nothing but the window was in use.
  */
 #include "support/rw_test.h"
 
@@ -177,6 +179,67 @@ static void child_connects_and_crashes(struct shm_child *k)
 	CHILD_CHECK(shm_pipe_write(k->from[1], &c, 1) == 0);
 	signal(SIGABRT, SIG_DFL);
 	abort();
+}
+
+/* Child: connect, write a pattern then a stamp into the window, say so,
+ * hang until killed. */
+static void child_writes_the_window(struct shm_child *k)
+{
+	struct rw_net *n = NULL;
+	struct rw_net_comm *s;
+	size_t bytes = 0;
+	char c = 'w';
+	void *win;
+
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(shm_wait_connect(n, k->handle, &s) == 0);
+	CHILD_CHECK(rw_net_window(s, &win, &bytes) == 0 && bytes >= 4096);
+	memset((char *)win + 64, 0x5a, bytes - 64);
+	__atomic_store_n((uint64_t *)win, 42, __ATOMIC_RELEASE);
+	CHILD_CHECK(rw_net_check(s) == 0);
+	CHILD_CHECK(shm_pipe_write(k->from[1], &c, 1) == 0);
+	pause(); /* killed here */
+	_exit(0);
+}
+
+static void window_is_shared_and_check_names_a_dead_peer(void **state)
+{
+	struct shm_child k;
+	struct rw_net_listen *l;
+	struct rw_net_comm *r;
+	size_t bytes = 0;
+	char c, name[32];
+	const char *win;
+	uint64_t t0, el;
+	void *addr;
+	int rc;
+
+	(void)state;
+	rw_test_log_expect("pid ");
+	assert_int_equal(rw_net_listen(net, 0, k.handle, &l), 0);
+	assert_true(shm_child_start(&k, child_writes_the_window) > 0);
+	assert_int_equal(shm_wait_accept(l, &r), 0);
+	assert_int_equal(rw_net_window(r, &addr, &bytes), 0);
+	assert_true(bytes >= 4096);
+	win = addr;
+	assert_int_equal(shm_pipe_read(k.from[0], &c, 1), 0);
+	assert_int_equal(__atomic_load_n((const uint64_t *)win, __ATOMIC_ACQUIRE), 42);
+	for (size_t i = 64; i < bytes; i++)
+		if (win[i] != 0x5a)
+			fail_msg("window byte %zu is %#x", i, (unsigned)(unsigned char)win[i]);
+	assert_int_equal(rw_net_check(r), 0);
+	shm_child_reap(&k, true);
+	t0 = rw_now_ms();
+	while ((rc = rw_net_check(r)) == 0 && rw_now_ms() - t0 < (uint64_t)cfg.timeout_ms)
+		usleep(100);
+	el = rw_now_ms() - t0;
+	assert_int_equal(rc, -ECONNRESET);
+	print_message("      noticed after %llu ms\n", (unsigned long long)el);
+	snprintf(name, sizeof(name), "pid %d", (int)k.pid);
+	assert_true(rw_test_log_count(name) >= 1);	/* the warning names the peer */
+	assert_int_equal(rw_net_check(r), -ECONNRESET); /* and stays so */
+	assert_int_equal(rw_net_close_recv(r), 0);
+	assert_int_equal(rw_net_close_listen(l), 0);
 }
 
 static void no_segment_left_behind(void **state)
@@ -424,6 +487,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(no_segment_left_behind, setup_slots, teardown),
 		cmocka_unit_test_setup_teardown(killed_during_slot_pipeline, setup_slots, teardown),
 		cmocka_unit_test_setup_teardown(killed_during_cma_copy, setup_cma, teardown),
+		cmocka_unit_test_setup_teardown(window_is_shared_and_check_names_a_dead_peer,
+						setup_cma, teardown),
 		cmocka_unit_test_setup_teardown(idle_waiter_sleeps, setup_idle, teardown),
 		cmocka_unit_test_setup_teardown(spinning_waiter_never_sleeps, setup_spin, teardown),
 	};

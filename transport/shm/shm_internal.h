@@ -410,6 +410,8 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
 		  struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_shm_test(struct rw_net_req *req, int *done, size_t *sizes);
+int rw_shm_window(struct rw_net_comm *comm, void **addr, size_t *bytes);
+int rw_shm_check(struct rw_net_comm *comm);
 int rw_shm_close_send(struct rw_net_comm *comm);
 int rw_shm_close_recv(struct rw_net_comm *comm);
 /** A new, open comm with nothing attached; the caller fills in d. */

@@ -19,6 +19,10 @@
  *      each side's line is two, the counters the peer polls and the rarely
  *      written words (closed, failed), so a
  *      failure check does not miss on every message.
+ *   4  a window of RW_SHM_WIN_BYTES between the post ring and the slots:
+ *      the sender writes it, the receiver reads it, and what it holds is
+ *      the user's protocol (rw_net's window(); the engine's small
+ *      collectives, coll/small_op.c); the transport never touches it.
  *
  * Rendezvous.  A listener binds an AF_UNIX SOCK_SEQPACKET socket to the
  * abstract name RW_SHM_SOCK_PREFIX "<nonce as 16 hex digits>"; the handle
@@ -34,7 +38,8 @@
  *
  * Segment (one per connection; sender = connecting side, receiver =
  * accepting side).  A 4 KiB control page, the ring of posted receives
- * (RW_SHM_POST_RING entries), then nslots slots of slot_bytes:
+ * (RW_SHM_POST_RING entries), the window (RW_SHM_WIN_BYTES), then nslots
+ * slots of slot_bytes:
  *
  *   line 0  rw_shm_seg_hdr     written once by the creator
  *   1, 2    sender lines       tail (slots published), replayed (posted
@@ -90,7 +95,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RW_SHM_VERSION	      3
+#define RW_SHM_VERSION	      4
 #define RW_SHM_MAGIC	      0x4d485352u /* "RSHM" as a little-endian word */
 #define RW_SHM_SEG_MAGIC      0x47455352u /* "RSEG" */
 #define RW_SHM_DB_MAGIC	      0x4c425752u /* "RWBL" */
@@ -99,7 +104,9 @@
 #define RW_SHM_CTRL_BYTES     4096		       /* control page */
 #define RW_SHM_POST_RING      512		       /* posted receives in flight */
 #define RW_SHM_POST_BYTES     (RW_SHM_POST_RING * 128) /* after the control page */
-#define RW_SHM_SLOTS_OFFSET   (RW_SHM_CTRL_BYTES + RW_SHM_POST_BYTES)
+#define RW_SHM_WIN_OFFSET     (RW_SHM_CTRL_BYTES + RW_SHM_POST_BYTES)
+#define RW_SHM_WIN_BYTES      (64 << 10) /* the window (version 4) */
+#define RW_SHM_SLOTS_OFFSET   (RW_SHM_WIN_OFFSET + RW_SHM_WIN_BYTES)
 #define RW_SHM_DB_BYTES	      4096 /* doorbell page */
 #define RW_SHM_ACK_RING	      512  /* > sends in flight per connection (256) */
 #define RW_SHM_SLOT_HDR_BYTES 64

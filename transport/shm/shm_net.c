@@ -247,6 +247,8 @@ static const struct rw_net_ops shm_ops = {
 	.close_listen = rw_shm_close_listen,
 	.destroy = shm_destroy,
 	.describe = rw_shm_describe,
+	.window = rw_shm_window,
+	.check = rw_shm_check,
 };
 
 /*
