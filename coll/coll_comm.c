@@ -567,6 +567,7 @@ static void progress_comm(struct rw_coll_comm *c)
 			c->moves++;
 			r->last_progress_ms = 0;
 			r->idle_polls = 0;
+			r->win_suspect = false;
 			return;
 		}
 		if (++r->idle_polls % RW_COLL_CLOCK_POLLS)

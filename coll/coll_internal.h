@@ -193,6 +193,7 @@ struct rw_coll_req {
 	uint64_t token_no;	   /**< tokens_due once it started */
 	uint64_t last_progress_ms; /**< start of the idle spell, 0: not read yet */
 	unsigned idle_polls;	   /**< polls without progress since it moved */
+	bool win_suspect;	   /**< the peer's next window collective seen (small_op.c) */
 	int nvtx_depth;
 	void *act_event;    /**< device: the activation's copy, NULL when none is pending */
 	void *act_stream;   /**< device, one rank: the stream it runs on (owned) */

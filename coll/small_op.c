@@ -244,10 +244,11 @@ static char *in_slot(const struct rw_coll_comm *c, int k)
  * checked as a staged one's is; a stamp beyond w means a peer ran more
  * window collectives than we did.  With 2 ranks, a collective that does not
  * use the windows and makes no progress while the peer's window collective
- * w + 1 is written (rw_coll_win_stray, at the idle checks) means the peer
- * called another collective: the peer can be one collective ahead, but then
- * everything it sent us is visible once its stamp is, and a collective of
- * host memory that still does not move has no message coming.  Nothing
+ * w + 1 is written (rw_coll_win_stray, at two idle checks in a row) means
+ * the peer called another collective: the peer can be one collective
+ * ahead, but then everything it sent us is visible once its stamp is, and
+ * a collective of host memory that still does not move after a round of
+ * polls has no message coming.  Nothing
  * polls a link while a window collective waits, so the wait checks its
  * receive links (rw_net_check) every WIN_CHECK_POLLS polls: a peer that
  * failed, closed or exited is named at once, not at the timeout.
@@ -326,6 +327,13 @@ int rw_coll_win_stray(struct rw_coll_req *r)
 	m = win_at(c, rw_coll_p2p_recv_link(c, peer), next);
 	if (__atomic_load_n(&m->stamp, __ATOMIC_ACQUIRE) != next)
 		return 0;
+	/* the progress before this read may have missed what the peer sent
+	 * last: only a second sighting, with a round of idle polls after the
+	 * first and no progress (which clears it), is a mismatch */
+	if (!r->win_suspect) {
+		r->win_suspect = true;
+		return 0;
+	}
 	memcpy(&theirs, m->payload, SIG_BYTES);
 	return rw_coll_fail_mismatch(r, peer, &theirs);
 }

@@ -380,6 +380,45 @@ static void auto_either_side_of_each_change(void **state)
 			fail_msg("auto on %d ranks", p);
 }
 
+/* --- the windows against everything else, ranks out of step ------------------------ */
+
+/*
+ * Over shm, small allreduces go through the windows and the rest through
+ * messages; a rank that finishes a collective first may write its next
+ * window collective while its peer still runs the last one (the peer's
+ * idle checks see it and must not take it for a mismatch).  Rank-skewed
+ * pauses put either rank ahead; every result is checked, and every
+ * window collective counts its P-1 messages.
+ */
+static int windows_interleaved(struct rw_comm *w, int rank, int p, void *arg)
+{
+	static const size_t counts[] = {2, 256 << 10, 1024, 32 << 10, 0, 3000, 7};
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_choice ch;
+	int bad = 0;
+
+	(void)arg;
+	for (int it = 0; it < 60 && !bad; it++) {
+		size_t count = counts[it % RW_ARRAY_SIZE(counts)];
+
+		if ((it + rank) % 3 == 0)
+			usleep(200 * (unsigned)(1 + (it % 4)));
+		bad = allreduce_checked(c, rank, p, count, RW_DTYPE_FLOAT32, RW_OP_SUM, it % 2,
+					(uint64_t)it + 1, &ch);
+	}
+	return bad;
+}
+
+static void windows_interleave_with_other_algorithms(void **state)
+{
+	static const char *const env[] = {"RINGWAY_TRANSPORT", "shm", NULL};
+
+	(void)state;
+	for (int p = 2; p <= 4; p++)
+		if (coll_fork(p, env, windows_interleaved, NULL, 120) != 0)
+			fail_msg("%d ranks over shm", p);
+}
+
 /* --- channels by size; what the user sets wins --------------------------------- */
 
 /* A 4 KiB allreduce forced onto the ring: 2(P-1) messages a channel. */
@@ -525,6 +564,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(four_kib_takes_one_channel_unless_set,
 						rw_test_setup_log, rw_test_teardown_log),
 		cmocka_unit_test(links_are_bounded),
+		cmocka_unit_test_setup_teardown(windows_interleave_with_other_algorithms,
+						rw_test_setup_log, NULL),
 		cmocka_unit_test_setup_teardown(nine_ranks_link_only_rd_partners, rw_test_setup_log,
 						rw_test_teardown_log),
 	};
