@@ -47,6 +47,10 @@
  * forced direct runs as rd. */
 #define RW_COLL_DIRECT_MAX 8
 
+/* What ops->waiting says of a send the peer has not taken (compared by
+ * rw_coll_win_stray()). */
+#define RW_COLL_WAIT_SEND "waiting for a send to be taken by"
+
 /* The clock (clock_gettime, ~25 ns) costs more than a poll that finds
  * nothing: the idle checks read it once every this many idle polls. */
 #define RW_COLL_CLOCK_POLLS 16u

@@ -332,7 +332,7 @@ static void ps_waiting(const struct rw_coll_req *r, int *peer, int *step, size_t
 		if (p->s_done < p->s_posted) {
 			*peer = p->rank;
 			*chunk = p->s_done;
-			*what = "waiting for a send to be taken by";
+			*what = RW_COLL_WAIT_SEND;
 			return;
 		}
 	}

@@ -684,7 +684,7 @@ static void ring_waiting(const struct rw_coll_req *r, int *peer, int *step, size
 			*peer = next_rank(c);
 			*step = p->pos.step;
 			*chunk = p->pos.round;
-			*what = "waiting for a send to be taken by";
+			*what = RW_COLL_WAIT_SEND;
 			return;
 		}
 	}

@@ -242,13 +242,18 @@ static char *in_slot(const struct rw_coll_comm *c, int k)
  *
  * Ranks that call different collectives: a window message's signature is
  * checked as a staged one's is; a stamp beyond w means a peer ran more
- * window collectives than we did.  With 2 ranks, a collective that does not
- * use the windows and makes no progress while the peer's window collective
- * w + 1 is written (rw_coll_win_stray, at two idle checks in a row) means
- * the peer called another collective: the peer can be one collective
- * ahead, but then everything it sent us is visible once its stamp is, and
- * a collective of host memory that still does not move after a round of
- * polls has no message coming.  Nothing
+ * window collectives than we did.  A collective that does not use the
+ * windows and makes no progress while a peer's window collective w + 1 is
+ * written (rw_coll_win_stray, at two idle checks in a row) means that peer
+ * called another collective: with 2 ranks whatever waits, with more when
+ * what waits is a send that peer has not taken.  The peer can be one
+ * collective ahead, but then it took everything of ours it needed and all
+ * it sent us is visible once its stamp is, so a collective of host memory
+ * that still does not move after a round of polls waits for nothing that
+ * will come.  Not caught: at 3+ ranks, a window collective whose peers all
+ * run one that only waits for data from the window's ranks (each side
+ * waits to receive); that fails at RINGWAY_TIMEOUT_MS, naming the rank
+ * waited on.  Nothing
  * polls a link while a window collective waits, so the wait checks its
  * receive links (rw_net_check) every WIN_CHECK_POLLS polls: a peer that
  * failed, closed or exited is named at once, not at the timeout.
@@ -314,17 +319,54 @@ bool rw_coll_win_used(const struct rw_coll_req *r)
 	return st && st->owner == r && st->win;
 }
 
+/* The peer of r's first send not taken yet, or this rank when none: the
+ * latency algorithms' sends the peer answered "not now" to count, which
+ * their waiting() leaves to the receives (what the timeout names). */
+static int unsent_to(const struct rw_coll_req *r)
+{
+	const struct rw_coll_comm *c = r->comm;
+	const struct rw_coll_small *s = c->small;
+	const struct small_state *st = s ? s->state : NULL;
+	const char *what = NULL;
+	size_t chunk = 0;
+	int peer = c->rank, step = -1;
+
+	if (r->ops == &rw_coll_rd_ops || r->ops == &rw_coll_direct_ops) {
+		for (int i = 0; st && st->owner == r && i < st->nsend; i++)
+			if (!st->send[i].done)
+				return st->send[i].peer;
+		return c->rank;
+	}
+	r->ops->waiting(r, &peer, &step, &chunk, &what);
+	return what && strcmp(what, RW_COLL_WAIT_SEND) == 0 ? peer : c->rank;
+}
+
 int rw_coll_win_stray(struct rw_coll_req *r)
 {
 	struct rw_coll_comm *c = r->comm;
 	uint64_t next = c->win_seq + 1;
 	struct rw_coll_sig theirs;
 	const struct win_msg *m;
-	int peer = 1 - c->rank;
+	int peer = c->rank, l;
 
-	if (!c->win_half || c->nranks != 2 || r->mem != RW_COLL_MEM_HOST || rw_coll_win_used(r))
+	if (!c->win_half || r->mem != RW_COLL_MEM_HOST || rw_coll_win_used(r))
 		return 0;
-	m = win_at(c, rw_coll_p2p_recv_link(c, peer), next);
+	if (c->nranks == 2) {
+		peer = 1 - c->rank;
+	} else {
+		/* 3+ ranks: only a peer that has not taken our send (one it
+		 * needs to finish this collective) yet wrote its next window
+		 * collective; a stall on another rank proves nothing */
+		peer = unsent_to(r);
+		if (peer == c->rank) {
+			r->win_suspect = false;
+			return 0;
+		}
+	}
+	l = rw_coll_p2p_recv_link(c, peer);
+	if (l < 0 || !c->win[l])
+		return 0;
+	m = win_at(c, l, next);
 	if (__atomic_load_n(&m->stamp, __ATOMIC_ACQUIRE) != next)
 		return 0;
 	/* the progress before this read may have missed what the peer sent
@@ -418,8 +460,15 @@ static int win_step(struct rw_coll_req *r, bool *progressed)
 			struct msg *m = &st->recv[i];
 
 			rc = m->done ? 0 : rw_net_check(c->links[m->link].comm);
-			if (rc)
-				return link_failed(r, rc, m->peer, "receiving from", m->round);
+			if (!rc)
+				continue;
+			/* a peer that finished may close at once: its message
+			 * may have come since the stamp was read */
+			rc = win_take(r, st, m, progressed);
+			if (rc || m->done)
+				return rc;
+			return link_failed(r, rw_net_check(c->links[m->link].comm), m->peer,
+					   "receiving from", m->round);
 		}
 		return 0;
 	}
@@ -888,7 +937,7 @@ static void small_waiting(const struct rw_coll_req *r, int *peer, int *step, siz
 		if (m->posted && !m->done) {
 			*peer = m->peer;
 			*step = m->round;
-			*what = "waiting for a send to be taken by";
+			*what = RW_COLL_WAIT_SEND;
 			return;
 		}
 	}

@@ -84,7 +84,9 @@ static cudaError_t pointer_attributes(struct cudaPointerAttributes *attr, const 
 	e = cudaPointerGetAttributes(attr, ptr);
 	if (e != cudaSuccess) {
 		(void)cudaGetLastError();
-		if (rw_cuda_errno(e) == -ENODEV)
+		/* only what lasts: not a device busy now, nor a bad argument */
+		if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
+		    e == cudaErrorStubLibrary || e == cudaErrorInitializationError)
 			__atomic_store_n(&cuda_absent, 1, __ATOMIC_RELAXED);
 	}
 	return e;

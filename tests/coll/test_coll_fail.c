@@ -533,11 +533,14 @@ static void mismatched_collectives_fail_everywhere_rd_direct(void **state)
 }
 
 /* Over shm, direct goes through the links' windows (coll/small_op.c): the
- * same differences, caught there; and with 2 ranks a window collective
- * against one that does not use the windows (8 bytes against 1 MiB under
- * auto: direct through the windows, and the ring), caught by the ring's
- * rank at its idle checks (rw_coll_win_stray), its links then closing
- * under the other. */
+ * same differences, caught there; and a window collective against one that
+ * does not use the windows, caught by the other rank at its idle checks
+ * (rw_coll_win_stray), its links then closing under the window's ranks:
+ * with 2 ranks 8 bytes against 1 MiB under auto (the windows, the ring),
+ * either way round; with 3 ranks 8 KiB on two ranks against 32 KiB on the
+ * third, which rd makes send to a window rank first.  (The other way round
+ * at 3 ranks both sides wait to receive: that fails at the timeout,
+ * coll/small_op.c "The windows".) */
 static void mismatched_collectives_fail_everywhere_windows(void **state)
 {
 	struct mismatch m = allreduce(RW_DTYPE_FLOAT32, 2, RW_OP_SUM);
@@ -549,6 +552,9 @@ static void mismatched_collectives_fail_everywhere_windows(void **state)
 	m.odd_count = 2;
 	m.count = 256 << 10;
 	run_mismatch_on("auto", "shm", 2, m);
+	m = allreduce(RW_DTYPE_FLOAT32, 2048, RW_OP_SUM);
+	m.odd_count = 8192;
+	run_mismatch_on("auto", "shm", 3, m);
 }
 
 int main(void)
