@@ -271,17 +271,21 @@ static void stages_free(struct rw_coll_comm *c)
 
 /* --- create / destroy ----------------------------------------------------- */
 
-/* CPUs this process may run on (its affinity mask; the online count if
- * the mask cannot be read). */
-static int usable_cpus(void)
+/* Do nranks ranks fit the cores, so that a wait may spin?  Yes when our
+ * affinity mask has a CPU for each; also when a launcher bound us to one
+ * CPU (mpirun --bind-to core, srun --cpu-bind) and the host has one for
+ * each: it bound the others elsewhere, or the blocking wait's back-off
+ * (coll_start.c) stops the spinning. */
+static bool ranks_fit_cores(int nranks)
 {
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	cpu_set_t set;
-	long n;
+	int mine;
 
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		return CPU_COUNT(&set);
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return online > 0 && nranks <= online;
+	mine = CPU_COUNT(&set);
+	return nranks <= mine || (mine == 1 && online > 0 && nranks <= online);
 }
 
 int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm **out)
@@ -341,7 +345,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	 * them.  Ring-only links (3+ ranks without the p2p mesh) see just two
 	 * neighbours, which may be on the host while others are not. */
 	c->links_shm = rw_coll_links_on_shm(c) && (c->nranks == 2 || c->np2p == c->nranks - 1);
-	c->spin = c->links_shm && c->nranks <= usable_cpus();
+	c->spin = c->links_shm && ranks_fit_cores(c->nranks);
 	rc = rw_coll_win_setup(c);
 	if (rc)
 		goto err_close;

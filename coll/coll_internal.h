@@ -244,8 +244,8 @@ struct rw_coll_comm {
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
 	bool links_shm;			/**< all ranks reach each other through shm,
 					 *  alike on every rank (coll_comm.c; tune.c) */
-	bool spin;			/**< links_shm and the ranks fit the cores we
-					 *  may run on: rw_coll_run spins before it
+	bool spin;			/**< links_shm and the ranks fit the cores
+					 *  (coll_comm.c): rw_coll_run spins before it
 					 *  yields (coll_start.c) */
 	unsigned spin_misses;		/**< idle spells in a row that spun out */
 	uint64_t spin_after_ns;		/**< no spinning before then (0: spin) */

@@ -36,8 +36,9 @@
  * still put two ranks on one core for a while (a fresh fork starts on its
  * parent's): then every wait spins out its RW_COLL_SPIN_NS before the peer
  * can run (2 ranks, 8 B: 5-15 us a call instead of 0.6 in one launch of
- * ten).  So RW_COLL_SPIN_MISSES spells in a row that spun out without
- * progress stop the spinning for RW_COLL_SPIN_BACKOFF_NS.
+ * ten).  So RW_COLL_SPIN_MISSES waits in a row that outlast the spin (a
+ * shared core, or just a slow peer: then the yield costs nothing) stop the
+ * spinning for RW_COLL_SPIN_BACKOFF_NS.
  */
 #define RW_COLL_YIELD_NS	1000000ull
 #define RW_COLL_SPIN_NS		5000ull
