@@ -259,8 +259,9 @@ static char *in_slot(const struct rw_coll_comm *c, int k)
  * failed, closed or exited is named at once, not at the timeout.
  */
 static int link_failed(struct rw_coll_req *r, int err, int peer, const char *what, int round);
-static int fold(const struct rw_coll_req *r, void *dst, const void **srcs, int n, bool final);
 static size_t msg_bytes(const struct rw_coll_req *r);
+static int fold_all(struct rw_coll_req *r, struct small_state *st, const void *ours,
+		    const void *const *in, bool *progressed);
 
 struct win_msg {
 	uint64_t stamp; /* the window collective, stored last */
@@ -439,7 +440,7 @@ static int win_step(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct small_state *st = state_of(r);
-	const void *srcs[RW_COLL_DIRECT_MAX];
+	const void *in[RW_COLL_DIRECT_MAX];
 	bool missing = false;
 	int rc;
 
@@ -472,21 +473,11 @@ static int win_step(struct rw_coll_req *r, bool *progressed)
 		}
 		return 0;
 	}
-	if (st->folded)
-		return 0;
-	st->folded = true;
-	*progressed = true;
-	if (!r->a.count)
-		return 0;
 	/* straight from the windows, ours from sendbuf (one group of at
 	 * most RW_COLL_DIRECT_MAX sources: recvbuf may be sendbuf) */
-	for (int q = 0, i = 0; q < c->nranks; q++) {
-		const struct win_msg *w =
-			q == c->rank ? NULL : win_at(c, st->recv[i++].link, st->seq);
-
-		srcs[q] = w ? (const void *)(w->payload + SIG_BYTES) : r->a.sendbuf;
-	}
-	return fold(r, r->a.recvbuf, srcs, c->nranks, true);
+	for (int i = 0; i < st->nrecv; i++)
+		in[i] = win_at(c, st->recv[i].link, st->seq)->payload + SIG_BYTES;
+	return fold_all(r, st, r->a.sendbuf, in, progressed);
 }
 
 /* --- the schedules ----------------------------------------------------------- */
@@ -728,6 +719,25 @@ static int fold(const struct rw_coll_req *r, void *dst, const void **srcs, int n
 	return 0;
 }
 
+/* Direct's end, once every peer's buffer is in (in[i]: the i-th receive's
+ * data): all of them and ours folded in rank order into recvbuf, once. */
+static int fold_all(struct rw_coll_req *r, struct small_state *st, const void *ours,
+		    const void *const *in, bool *progressed)
+{
+	const struct rw_coll_comm *c = r->comm;
+	const void *srcs[RW_COLL_DIRECT_MAX];
+
+	if (st->folded)
+		return 0;
+	st->folded = true;
+	*progressed = true;
+	if (!r->a.count)
+		return 0;
+	for (int q = 0, i = 0; q < c->nranks; q++)
+		srcs[q] = q == c->rank ? ours : in[i++];
+	return fold(r, r->a.recvbuf, srcs, c->nranks, true);
+}
+
 /* First call: staging, our signature in every out slot, our buffer in out
  * slot 0, every receive posted. */
 static int start(struct rw_coll_req *r, bool *progressed)
@@ -761,7 +771,7 @@ static int direct_step(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct small_state *st = state_of(r);
-	const void *srcs[RW_COLL_DIRECT_MAX];
+	const void *in[RW_COLL_DIRECT_MAX];
 	int rc;
 
 	for (int i = 0; i < st->nrecv; i++) {
@@ -783,16 +793,9 @@ static int direct_step(struct rw_coll_req *r, bool *progressed)
 		if (!st->recv[i].done)
 			return 0;
 	}
-	if (st->folded)
-		return 0;
-	st->folded = true;
-	*progressed = true;
-	if (!r->a.count)
-		return 0;
-	/* every buffer is here: fold them in rank order */
-	for (int q = 0, i = 0; q < c->nranks; q++)
-		srcs[q] = q == c->rank ? st->cur : in_slot(c, st->recv[i++].slot) + SIG_BYTES;
-	return fold(r, r->a.recvbuf, srcs, c->nranks, true);
+	for (int i = 0; i < st->nrecv; i++)
+		in[i] = in_slot(c, st->recv[i].slot) + SIG_BYTES;
+	return fold_all(r, st, st->cur, in, progressed);
 }
 
 /* rd: send this rank's partial (st->cur, in an out slot) to peer. */
