@@ -8,6 +8,7 @@
  *   ring_op.c     the ring collectives' per-channel state machine
  *   ps.c          RINGWAY_ALGO=ps: everything through rank 0
  *   small_op.c    the latency algorithms: recursive doubling, direct exchange
+ *   small_win.c   direct exchange through the shm links' windows
  *   tune.c        which algorithm, channels and chunk for a collective
  *   coll_mem.c    where data lives (host or device) and how it moves
  */
@@ -197,7 +198,7 @@ struct rw_coll_req {
 	uint64_t token_no;	   /**< tokens_due once it started */
 	uint64_t last_progress_ms; /**< start of the idle spell, 0: not read yet */
 	unsigned idle_polls;	   /**< polls without progress since it moved */
-	bool win_suspect;	   /**< the peer's next window collective seen (small_op.c) */
+	bool win_suspect;	   /**< the peer's next window collective seen (small_win.c) */
 	int nvtx_depth;
 	void *act_event;    /**< device: the activation's copy, NULL when none is pending */
 	void *act_stream;   /**< device, one rank: the stream it runs on (owned) */
@@ -238,7 +239,7 @@ struct rw_coll_comm {
 	int p2p_first;			/**< index of the first p2p link, or -1 */
 	int np2p;			/**< p2p link pairs (peers) */
 	struct rw_coll_small *small;	/**< small_op.c's staging, or NULL */
-	char **win;			/**< per link: its window, or NULL (small_op.c) */
+	char **win;			/**< per link: its window, or NULL (small_win.c) */
 	size_t win_half;		/**< bytes of a window's half; 0: no windows */
 	uint64_t win_seq;		/**< collectives moved through the windows */
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
@@ -279,7 +280,7 @@ static inline bool rw_link_is_ctrl(const struct rw_coll_link *l)
 	return l->id == RW_LINK_CTRL_FWD || l->id == RW_LINK_CTRL_BWD;
 }
 
-/* --- small_op.c / tune.c --------------------------------------------------- */
+/* --- small_op.c, small_win.c, tune.c --------------------------------------- */
 
 /** Send and receive links to peer for the latency algorithms: the mesh's,
  *  or channel 0's with 2 ranks.  -1 when there are none. */
@@ -300,7 +301,7 @@ void rw_coll_small_free(struct rw_coll_comm *c);
 /**
  * After the links connected: where every latency link has a window
  * (rw_net_window: all ranks on one host over shm, so every rank finds the
- * same), keep them for direct exchange's small collectives (small_op.c,
+ * same), keep them for direct exchange's small collectives (small_win.c,
  * "The windows").  0, or -ENOMEM.
  */
 int rw_coll_win_setup(struct rw_coll_comm *c);

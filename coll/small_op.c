@@ -30,47 +30,16 @@
  *
  * Where every rank is on this host over shm, direct exchange of a message
  * that fits half a window goes through the links' windows instead of
- * messages ("The windows" below).
+ * messages (small_win.c).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/coll_internal.h"
+#include "coll/small_internal.h"
 #include "common/rw_log.h"
 
-#define SIG_BYTES      sizeof(struct rw_coll_sig)
-#define MAX_MSGS       64   /* sends or receives of one rank: direct P-1, rd log2(P)+1 */
 #define NOTICE_HOPS_MS 1000 /* how long a lost link to a non-neighbour waits for a notice */
-
-/* One message of this rank's schedule. */
-struct msg {
-	int peer, link, slot;
-	int round; /* for messages: rd's round (-1 the fold, L the result) */
-	struct rw_net_req *req;
-	bool posted, done;
-};
-
-struct small_state {
-	const struct rw_coll_req *owner; /* the collective it is for, or NULL */
-	bool rd;
-	int nsend, nrecv;
-	struct msg send[MAX_MSGS], recv[MAX_MSGS];
-	/* rd: where this rank is */
-	int p2, extra, rounds;
-	int stage;	 /* rd: the next receive to fold (index into recv) */
-	int next_out;	 /* rd: the next free out slot */
-	const char *cur; /* rd: this rank's partial (sendbuf's copy or an out slot) */
-	bool folded;	 /* everything reduced into recvbuf */
-	bool win;	 /* direct through the windows: window collective seq */
-	uint64_t seq;
-	unsigned polls; /* window: polls that found a message missing */
-};
-
-static struct small_state *state_of(const struct rw_coll_req *r)
-{
-	return r->comm->small->state;
-}
 
 /* --- links and staging ------------------------------------------------------- */
 
@@ -182,7 +151,7 @@ static int small_stage(struct rw_coll_comm *c, size_t stride)
 		free(state);
 		return -ENOMEM;
 	}
-	s->state = state ? state : calloc(1, sizeof(struct small_state));
+	s->state = state ? state : calloc(1, sizeof(struct rw_small_state));
 	s->stride = stride;
 	s->nslots = slots_needed(c->nranks);
 	s->nlinks = c->nlinks;
@@ -221,270 +190,11 @@ static char *in_slot(const struct rw_coll_comm *c, int k)
 	return c->small->buf + (size_t)(c->small->nslots + k) * c->small->stride;
 }
 
-/* --- the windows ------------------------------------------------------------- */
-
-/*
- * Where every rank shares the host over shm, each latency link has a window
- * (rw_net_window): memory its sending side writes and its receiving side
- * reads, with no post, match, copy out or ack.  Direct exchange moves a
- * collective whose message fits half a window through them, as Open MPI's
- * fastboxes do: each rank writes its message (the signature, then its
- * buffer) into half w % 2 of every send link's window and stores the
- * half's stamp w last (release), polls the stamp of the same half of every
- * receive link (acquire), and folds straight from the peers' windows into
- * recvbuf.
- *
- * w is c->win_seq, the window collectives so far, counted alike on every
- * rank (each makes the same choice from the same size and links).  A rank
- * writes half w % 2 again only for w + 2, after finishing w + 1, which took
- * every peer's message of w + 1, which each peer wrote after finishing w,
- * fold included: two halves suffice and no writer waits for a reader.
- *
- * Ranks that call different collectives: a window message's signature is
- * checked as a staged one's is; a stamp beyond w means a peer ran more
- * window collectives than we did.  A collective that does not use the
- * windows and makes no progress while a peer's window collective w + 1 is
- * written (rw_coll_win_stray, at two idle checks in a row) means that peer
- * called another collective: with 2 ranks whatever waits, with more when
- * what waits is a send that peer has not taken.  The peer can be one
- * collective ahead, but then it took everything of ours it needed and all
- * it sent us is visible once its stamp is, so a collective of host memory
- * that still does not move after a round of polls waits for nothing that
- * will come.  Not caught: at 3+ ranks, a window collective whose peers all
- * run one that only waits for data from the window's ranks (each side
- * waits to receive); that fails at RINGWAY_TIMEOUT_MS, naming the rank
- * waited on.  Nothing
- * polls a link while a window collective waits, so the wait checks its
- * receive links (rw_net_check) every WIN_CHECK_POLLS polls: a peer that
- * failed, closed or exited is named at once, not at the timeout.
- */
-static int link_failed(struct rw_coll_req *r, int err, int peer, const char *what, int round);
-static size_t msg_bytes(const struct rw_coll_req *r);
-static int fold_all(struct rw_coll_req *r, struct small_state *st, const void *ours,
-		    const void *const *in, bool *progressed);
-
-struct win_msg {
-	uint64_t stamp; /* the window collective, stored last */
-	uint64_t bytes; /* of the payload: the signature, then the data */
-	unsigned char payload[];
-};
-
-#define WIN_CHECK_POLLS 64u
-
-int rw_coll_win_setup(struct rw_coll_comm *c)
-{
-	size_t half = SIZE_MAX;
-
-	if (!c->links_shm || c->nranks > RW_COLL_DIRECT_MAX || !rw_coll_has_p2p(c))
-		return 0;
-	c->win = calloc((size_t)c->nlinks, sizeof(*c->win));
-	if (!c->win)
-		return -ENOMEM;
-	for (int q = 0; q < c->nranks; q++) {
-		for (int k = 0; k < 2 && q != c->rank; k++) {
-			int l = k ? rw_coll_p2p_recv_link(c, q) : rw_coll_p2p_send_link(c, q);
-			void *addr;
-			size_t bytes;
-
-			if (l < 0 || !c->links[l].comm ||
-			    rw_net_window(c->links[l].comm, &addr, &bytes) || bytes < 4096) {
-				free(c->win);
-				c->win = NULL;
-				return 0; /* no windows: the messages serve */
-			}
-			c->win[l] = addr;
-			half = RW_MIN(half, bytes / 2);
-		}
-	}
-	c->win_half = half & ~(size_t)63;
-	return 0;
-}
-
-void rw_coll_win_drop(struct rw_coll_comm *c)
-{
-	free(c->win);
-	c->win = NULL;
-	c->win_half = 0;
-}
-
-static struct win_msg *win_at(const struct rw_coll_comm *c, int link, uint64_t w)
-{
-	return (struct win_msg *)(c->win[link] + (w & 1) * c->win_half);
-}
-
-bool rw_coll_win_used(const struct rw_coll_req *r)
-{
-	const struct rw_coll_small *s = r->comm->small;
-	const struct small_state *st = s ? s->state : NULL;
-
-	return st && st->owner == r && st->win;
-}
-
-/* The peer of r's first send not taken yet, or this rank when none: the
- * latency algorithms' sends the peer answered "not now" to count, which
- * their waiting() leaves to the receives (what the timeout names). */
-static int unsent_to(const struct rw_coll_req *r)
-{
-	const struct rw_coll_comm *c = r->comm;
-	const struct rw_coll_small *s = c->small;
-	const struct small_state *st = s ? s->state : NULL;
-	const char *what = NULL;
-	size_t chunk = 0;
-	int peer = c->rank, step = -1;
-
-	if (r->ops == &rw_coll_rd_ops || r->ops == &rw_coll_direct_ops) {
-		for (int i = 0; st && st->owner == r && i < st->nsend; i++)
-			if (!st->send[i].done)
-				return st->send[i].peer;
-		return c->rank;
-	}
-	r->ops->waiting(r, &peer, &step, &chunk, &what);
-	return what && strcmp(what, RW_COLL_WAIT_SEND) == 0 ? peer : c->rank;
-}
-
-int rw_coll_win_stray(struct rw_coll_req *r)
-{
-	struct rw_coll_comm *c = r->comm;
-	uint64_t next = c->win_seq + 1;
-	struct rw_coll_sig theirs;
-	const struct win_msg *m;
-	int peer = c->rank, l;
-
-	if (!c->win_half || r->mem != RW_COLL_MEM_HOST || rw_coll_win_used(r))
-		return 0;
-	if (c->nranks == 2) {
-		peer = 1 - c->rank;
-	} else {
-		/* 3+ ranks: only a peer that has not taken our send (one it
-		 * needs to finish this collective) yet wrote its next window
-		 * collective; a stall on another rank proves nothing */
-		peer = unsent_to(r);
-		if (peer == c->rank) {
-			r->win_suspect = false;
-			return 0;
-		}
-	}
-	l = rw_coll_p2p_recv_link(c, peer);
-	if (l < 0 || !c->win[l])
-		return 0;
-	m = win_at(c, l, next);
-	if (__atomic_load_n(&m->stamp, __ATOMIC_ACQUIRE) != next)
-		return 0;
-	/* the progress before this read may have missed what the peer sent
-	 * last: only a second sighting, with a round of idle polls after the
-	 * first and no progress (which clears it), is a mismatch */
-	if (!r->win_suspect) {
-		r->win_suspect = true;
-		return 0;
-	}
-	memcpy(&theirs, m->payload, SIG_BYTES);
-	return rw_coll_fail_mismatch(r, peer, &theirs);
-}
-
-/* Does r go through the windows? */
-static bool win_fits(const struct rw_coll_req *r)
-{
-	const struct rw_coll_comm *c = r->comm;
-
-	return r->ops == &rw_coll_direct_ops && c->win_half && r->mem == RW_COLL_MEM_HOST &&
-	       sizeof(struct win_msg) + SIG_BYTES + r->a.count * r->esize <= c->win_half;
-}
-
-/* Our message into half seq % 2 of every send link's window, stamp last. */
-static void win_write(struct rw_coll_req *r, struct small_state *st)
-{
-	struct rw_coll_comm *c = r->comm;
-	size_t n = r->a.count * r->esize;
-
-	st->seq = ++c->win_seq;
-	for (int i = 0; i < st->nsend; i++) {
-		struct win_msg *m = win_at(c, st->send[i].link, st->seq);
-
-		memcpy(m->payload, &r->sig, SIG_BYTES);
-		if (n)
-			memcpy(m->payload + SIG_BYTES, r->a.sendbuf, n);
-		m->bytes = SIG_BYTES + n;
-		__atomic_store_n(&m->stamp, st->seq, __ATOMIC_RELEASE);
-		st->send[i].posted = st->send[i].done = true;
-		c->stats.chunks_sent++;
-	}
-}
-
-/* A receive's message, once its stamp is there: checked, then done. */
-static int win_take(struct rw_coll_req *r, struct small_state *st, struct msg *m, bool *progressed)
-{
-	struct rw_coll_comm *c = r->comm;
-	const struct win_msg *w = win_at(c, m->link, st->seq);
-	uint64_t stamp = __atomic_load_n(&w->stamp, __ATOMIC_ACQUIRE);
-	struct rw_coll_sig theirs;
-
-	if (stamp + 2 == st->seq || stamp == 0)
-		return 0; /* not yet: the half still holds the collective before */
-	memcpy(&theirs, w->payload, SIG_BYTES);
-	if (stamp != st->seq || !rw_coll_sig_same(&theirs, &r->sig))
-		return rw_coll_fail_mismatch(r, m->peer, &theirs);
-	if (w->bytes != msg_bytes(r)) {
-		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: direct allreduce: rank %d wrote %llu bytes to the window; "
-			"expected %zu",
-			c->rank, m->peer, (unsigned long long)w->bytes, msg_bytes(r));
-		return rw_coll_fail(r, -EPROTO, m->peer, "receiving from", m->round, 0);
-	}
-	c->stats.chunks_recv++;
-	m->posted = m->done = true;
-	*progressed = true;
-	return 0;
-}
-
-static int win_step(struct rw_coll_req *r, bool *progressed)
-{
-	struct rw_coll_comm *c = r->comm;
-	struct small_state *st = state_of(r);
-	const void *in[RW_COLL_DIRECT_MAX];
-	bool missing = false;
-	int rc;
-
-	for (int i = 0; i < st->nrecv; i++) {
-		struct msg *m = &st->recv[i];
-
-		if (m->done)
-			continue;
-		rc = win_take(r, st, m, progressed);
-		if (rc)
-			return rc;
-		missing |= !m->done;
-	}
-	if (missing) {
-		if (++st->polls % WIN_CHECK_POLLS)
-			return 0;
-		for (int i = 0; i < st->nrecv; i++) {
-			struct msg *m = &st->recv[i];
-
-			rc = m->done ? 0 : rw_net_check(c->links[m->link].comm);
-			if (!rc)
-				continue;
-			/* a peer that finished may close at once: its message
-			 * may have come since the stamp was read */
-			rc = win_take(r, st, m, progressed);
-			if (rc || m->done)
-				return rc;
-			return link_failed(r, rw_net_check(c->links[m->link].comm), m->peer,
-					   "receiving from", m->round);
-		}
-		return 0;
-	}
-	/* straight from the windows, ours from sendbuf (one group of at
-	 * most RW_COLL_DIRECT_MAX sources: recvbuf may be sendbuf) */
-	for (int i = 0; i < st->nrecv; i++)
-		in[i] = win_at(c, st->recv[i].link, st->seq)->payload + SIG_BYTES;
-	return fold_all(r, st, r->a.sendbuf, in, progressed);
-}
-
 /* --- the schedules ----------------------------------------------------------- */
 
-static void add(struct msg *m, int *n, int peer, int link, int slot, int round)
+static void add(struct rw_small_msg *m, int *n, int peer, int link, int slot, int round)
 {
-	m[*n] = (struct msg){.peer = peer, .link = link, .slot = slot, .round = round};
+	m[*n] = (struct rw_small_msg){.peer = peer, .link = link, .slot = slot, .round = round};
 	(*n)++;
 }
 
@@ -514,7 +224,7 @@ static int small_init(struct rw_coll_req *r, bool rd)
 }
 
 /* The schedule of r, in the state the staging keeps. */
-static void schedule(struct rw_coll_req *r, struct small_state *st, bool rd)
+static void schedule(struct rw_coll_req *r, struct rw_small_state *st, bool rd)
 {
 	struct rw_coll_comm *c = r->comm;
 	int me = c->rank, p = c->nranks;
@@ -571,7 +281,7 @@ static int rd_init(struct rw_coll_req *r)
 static void small_fini(struct rw_coll_req *r)
 {
 	struct rw_coll_small *s = r->comm->small;
-	struct small_state *st = s ? s->state : NULL;
+	struct rw_small_state *st = s ? s->state : NULL;
 
 	if (st && st->owner == r)
 		st->owner = NULL;
@@ -579,9 +289,9 @@ static void small_fini(struct rw_coll_req *r)
 
 /* --- moving messages ---------------------------------------------------------- */
 
-static size_t msg_bytes(const struct rw_coll_req *r)
+size_t rw_small_msg_bytes(const struct rw_coll_req *r)
 {
-	return SIG_BYTES + r->a.count * r->esize;
+	return RW_SMALL_SIG_BYTES + r->a.count * r->esize;
 }
 
 /*
@@ -592,7 +302,7 @@ static size_t msg_bytes(const struct rw_coll_req *r)
  * blaming a peer that is no ring neighbour, listen on the control links a
  * while (bounded) for a notice naming the rank that really failed.
  */
-static int link_failed(struct rw_coll_req *r, int err, int peer, const char *what, int round)
+int rw_small_link_failed(struct rw_coll_req *r, int err, int peer, const char *what, int round)
 {
 	struct rw_coll_comm *c = r->comm;
 	uint64_t until = rw_now_ms() + NOTICE_HOPS_MS;
@@ -610,7 +320,7 @@ static int link_failed(struct rw_coll_req *r, int err, int peer, const char *wha
 	return rw_coll_fail(r, err, peer, what, round, 0);
 }
 
-static int post_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
+static int post_send(struct rw_coll_req *r, struct rw_small_msg *m, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct rw_coll_link *l = &c->links[m->link];
@@ -618,10 +328,10 @@ static int post_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
 
 	if (m->posted)
 		return 0;
-	rc = rw_net_isend(l->comm, out_slot(c, m->slot), msg_bytes(r), RW_COLL_TAG,
+	rc = rw_net_isend(l->comm, out_slot(c, m->slot), rw_small_msg_bytes(r), RW_COLL_TAG,
 			  c->small->mr[m->link], &m->req);
 	if (rc)
-		return link_failed(r, rc, m->peer, "sending to", m->round);
+		return rw_small_link_failed(r, rc, m->peer, "sending to", m->round);
 	m->posted = m->req != NULL;
 	if (m->posted)
 		c->stats.chunks_sent++;
@@ -629,7 +339,7 @@ static int post_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
 	return 0;
 }
 
-static int post_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
+static int post_recv(struct rw_coll_req *r, struct rw_small_msg *m, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct rw_coll_link *l = &c->links[m->link];
@@ -641,13 +351,13 @@ static int post_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
 		return 0;
 	rc = rw_net_irecv(l->comm, 1, &data, &size, &tag, &c->small->mr[m->link], &m->req);
 	if (rc)
-		return link_failed(r, rc, m->peer, "posting a receive from", m->round);
+		return rw_small_link_failed(r, rc, m->peer, "posting a receive from", m->round);
 	m->posted = m->req != NULL;
 	*progressed |= m->posted;
 	return 0;
 }
 
-static int test_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
+static int test_send(struct rw_coll_req *r, struct rw_small_msg *m, bool *progressed)
 {
 	int done = 0, rc;
 
@@ -655,14 +365,14 @@ static int test_send(struct rw_coll_req *r, struct msg *m, bool *progressed)
 		return 0;
 	rc = rw_net_test(m->req, &done, NULL);
 	if (rc)
-		return link_failed(r, rc, m->peer, "sending to", m->round);
+		return rw_small_link_failed(r, rc, m->peer, "sending to", m->round);
 	m->done = done;
 	*progressed |= m->done;
 	return 0;
 }
 
 /* A receive that completed is checked: its signature and size are ours. */
-static int test_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
+static int test_recv(struct rw_coll_req *r, struct rw_small_msg *m, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct rw_coll_sig theirs = {0};
@@ -673,18 +383,18 @@ static int test_recv(struct rw_coll_req *r, struct msg *m, bool *progressed)
 		return 0;
 	rc = rw_net_test(m->req, &done, &got);
 	if (rc)
-		return link_failed(r, rc, m->peer, "receiving from", m->round);
+		return rw_small_link_failed(r, rc, m->peer, "receiving from", m->round);
 	if (!done)
 		return 0;
-	if (got >= SIG_BYTES)
-		memcpy(&theirs, in_slot(c, m->slot), SIG_BYTES);
+	if (got >= RW_SMALL_SIG_BYTES)
+		memcpy(&theirs, in_slot(c, m->slot), RW_SMALL_SIG_BYTES);
 	if (!rw_coll_sig_same(&theirs, &r->sig))
 		return rw_coll_fail_mismatch(r, m->peer, &theirs);
-	if (got != msg_bytes(r)) {
+	if (got != rw_small_msg_bytes(r)) {
 		RW_WARN(RW_LOG_COLL,
 			"coll: rank %d: %s allreduce: rank %d sent %zu bytes; expected %zu (do all "
 			"ranks pass the same RINGWAY_* settings?)",
-			c->rank, r->ops->name, m->peer, got, msg_bytes(r));
+			c->rank, r->ops->name, m->peer, got, rw_small_msg_bytes(r));
 		return rw_coll_fail(r, -EPROTO, m->peer, "receiving from", m->round, 0);
 	}
 	c->stats.chunks_recv++;
@@ -721,8 +431,8 @@ static int fold(const struct rw_coll_req *r, void *dst, const void **srcs, int n
 
 /* Direct's end, once every peer's buffer is in (in[i]: the i-th receive's
  * data): all of them and ours folded in rank order into recvbuf, once. */
-static int fold_all(struct rw_coll_req *r, struct small_state *st, const void *ours,
-		    const void *const *in, bool *progressed)
+int rw_small_fold_all(struct rw_coll_req *r, struct rw_small_state *st, const void *ours,
+		      const void *const *in, bool *progressed)
 {
 	const struct rw_coll_comm *c = r->comm;
 	const void *srcs[RW_COLL_DIRECT_MAX];
@@ -743,25 +453,25 @@ static int fold_all(struct rw_coll_req *r, struct small_state *st, const void *o
 static int start(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
-	bool win = win_fits(r);
-	struct small_state *st;
-	int rc = small_stage(c, win ? 0 : msg_bytes(r)); /* the window: state only */
+	bool win = rw_small_win_fits(r);
+	struct rw_small_state *st;
+	int rc = small_stage(c, win ? 0 : rw_small_msg_bytes(r)); /* the window: state only */
 
 	if (rc)
 		return rc;
-	st = state_of(r);
+	st = rw_small_state_of(r);
 	schedule(r, st, r->ops == &rw_coll_rd_ops);
 	if (win) {
 		st->win = true;
-		win_write(r, st);
+		rw_small_win_write(r, st);
 		*progressed = true;
 		return 0;
 	}
 	for (int k = 0; k < c->small->nslots; k++)
-		memcpy(out_slot(c, k), &r->sig, SIG_BYTES);
+		memcpy(out_slot(c, k), &r->sig, RW_SMALL_SIG_BYTES);
 	if (r->a.count)
-		memcpy(out_slot(c, 0) + SIG_BYTES, r->a.sendbuf, r->a.count * r->esize);
-	st->cur = out_slot(c, 0) + SIG_BYTES;
+		memcpy(out_slot(c, 0) + RW_SMALL_SIG_BYTES, r->a.sendbuf, r->a.count * r->esize);
+	st->cur = out_slot(c, 0) + RW_SMALL_SIG_BYTES;
 	st->next_out = 1;
 	*progressed = true;
 	return 0;
@@ -770,7 +480,7 @@ static int start(struct rw_coll_req *r, bool *progressed)
 static int direct_step(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
-	struct small_state *st = state_of(r);
+	struct rw_small_state *st = rw_small_state_of(r);
 	const void *in[RW_COLL_DIRECT_MAX];
 	int rc;
 
@@ -794,16 +504,17 @@ static int direct_step(struct rw_coll_req *r, bool *progressed)
 			return 0;
 	}
 	for (int i = 0; i < st->nrecv; i++)
-		in[i] = in_slot(c, st->recv[i].slot) + SIG_BYTES;
-	return fold_all(r, st, st->cur, in, progressed);
+		in[i] = in_slot(c, st->recv[i].slot) + RW_SMALL_SIG_BYTES;
+	return rw_small_fold_all(r, st, st->cur, in, progressed);
 }
 
 /* rd: send this rank's partial (st->cur, in an out slot) to peer. */
 static void rd_send(struct rw_coll_req *r, int peer, int round)
 {
 	struct rw_coll_comm *c = r->comm;
-	struct small_state *st = state_of(r);
-	int slot = (int)((st->cur - SIG_BYTES - c->small->buf) / (ptrdiff_t)c->small->stride);
+	struct rw_small_state *st = rw_small_state_of(r);
+	int slot =
+		(int)((st->cur - RW_SMALL_SIG_BYTES - c->small->buf) / (ptrdiff_t)c->small->stride);
 
 	add(st->send, &st->nsend, peer, rw_coll_p2p_send_link(c, peer), slot, round);
 }
@@ -811,7 +522,7 @@ static void rd_send(struct rw_coll_req *r, int peer, int round)
 static int rd_step(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
-	struct small_state *st = state_of(r);
+	struct rw_small_state *st = rw_small_state_of(r);
 	int me = c->rank, rc;
 
 	for (int i = 0; i < st->nrecv; i++) {
@@ -821,7 +532,7 @@ static int rd_step(struct rw_coll_req *r, bool *progressed)
 	}
 	if (me >= st->p2) {
 		/* the extra rank: its buffer out, the result in */
-		struct msg *m = &st->recv[0];
+		struct rw_small_msg *m = &st->recv[0];
 
 		rc = post_send(r, &st->send[0], progressed);
 		if (!rc)
@@ -831,7 +542,7 @@ static int rd_step(struct rw_coll_req *r, bool *progressed)
 		if (rc || !m->done || st->folded)
 			return rc;
 		if (r->a.count)
-			memcpy(r->a.recvbuf, in_slot(c, m->slot) + SIG_BYTES,
+			memcpy(r->a.recvbuf, in_slot(c, m->slot) + RW_SMALL_SIG_BYTES,
 			       r->a.count * r->esize);
 		st->folded = true;
 		*progressed = true;
@@ -840,7 +551,7 @@ static int rd_step(struct rw_coll_req *r, bool *progressed)
 	if (st->stage == 0 && st->nsend == 0 && me >= st->extra)
 		rd_send(r, me ^ 1, 0); /* no fold: round 0 starts with our buffer */
 	for (;;) {
-		struct msg *m;
+		struct rw_small_msg *m;
 		const void *srcs[2];
 		bool last, lower;
 		char *dst;
@@ -861,12 +572,12 @@ static int rd_step(struct rw_coll_req *r, bool *progressed)
 			return rc;
 		/* lower ranks' partial first: partners compute the same bits */
 		lower = m->round < 0 || me < m->peer;
-		srcs[0] = lower ? st->cur : in_slot(c, m->slot) + SIG_BYTES;
-		srcs[1] = lower ? in_slot(c, m->slot) + SIG_BYTES : st->cur;
+		srcs[0] = lower ? st->cur : in_slot(c, m->slot) + RW_SMALL_SIG_BYTES;
+		srcs[1] = lower ? in_slot(c, m->slot) + RW_SMALL_SIG_BYTES : st->cur;
 		last = st->stage == st->nrecv - 1;
 		/* the result goes to recvbuf, unless a folded-in rank waits for it */
 		dst = last && me >= st->extra ? r->a.recvbuf
-					      : out_slot(c, st->next_out++) + SIG_BYTES;
+					      : out_slot(c, st->next_out++) + RW_SMALL_SIG_BYTES;
 		if (r->a.count) {
 			rc = fold(r, dst, srcs, 2, last);
 			if (rc)
@@ -890,7 +601,7 @@ static int rd_step(struct rw_coll_req *r, bool *progressed)
 	}
 }
 
-static bool all_done(const struct small_state *st)
+static bool all_done(const struct rw_small_state *st)
 {
 	if (!st->folded)
 		return false;
@@ -906,16 +617,16 @@ static bool all_done(const struct small_state *st)
 static int small_progress(struct rw_coll_req *r, bool *progressed)
 {
 	struct rw_coll_small *s = r->comm->small;
-	struct small_state *st;
+	struct rw_small_state *st;
 	int rc;
 
-	if (!s || ((struct small_state *)s->state)->owner != r) {
+	if (!s || ((struct rw_small_state *)s->state)->owner != r) {
 		rc = start(r, progressed);
 		if (rc)
 			return rc;
 	}
-	st = state_of(r);
-	rc = st->win  ? win_step(r, progressed)
+	st = rw_small_state_of(r);
+	rc = st->win  ? rw_small_win_step(r, progressed)
 	     : st->rd ? rd_step(r, progressed)
 		      : direct_step(r, progressed);
 	if (rc)
@@ -928,14 +639,14 @@ static int small_progress(struct rw_coll_req *r, bool *progressed)
 static void small_waiting(const struct rw_coll_req *r, int *peer, int *step, size_t *chunk,
 			  const char **what)
 {
-	const struct small_state *st;
+	const struct rw_small_state *st;
 
 	*chunk = 0;
-	if (!r->comm->small || ((struct small_state *)r->comm->small->state)->owner != r)
+	if (!r->comm->small || ((struct rw_small_state *)r->comm->small->state)->owner != r)
 		return; /* not started */
-	st = state_of(r);
+	st = rw_small_state_of(r);
 	for (int i = 0; i < st->nsend; i++) {
-		const struct msg *m = &st->send[i];
+		const struct rw_small_msg *m = &st->send[i];
 
 		if (m->posted && !m->done) {
 			*peer = m->peer;
@@ -945,7 +656,7 @@ static void small_waiting(const struct rw_coll_req *r, int *peer, int *step, siz
 		}
 	}
 	for (int i = 0; i < st->nrecv; i++) {
-		const struct msg *m = &st->recv[i];
+		const struct rw_small_msg *m = &st->recv[i];
 
 		if (!m->done) {
 			*peer = m->peer;

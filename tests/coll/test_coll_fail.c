@@ -532,7 +532,7 @@ static void mismatched_collectives_fail_everywhere_rd_direct(void **state)
 	mismatches("direct");
 }
 
-/* Over shm, direct goes through the links' windows (coll/small_op.c): the
+/* Over shm, direct goes through the links' windows (coll/small_win.c): the
  * same differences, caught there; and a window collective against one that
  * does not use the windows, caught by the other rank at its idle checks
  * (rw_coll_win_stray), its links then closing under the window's ranks:
@@ -540,7 +540,7 @@ static void mismatched_collectives_fail_everywhere_rd_direct(void **state)
  * either way round; with 3 ranks 8 KiB on two ranks against 32 KiB on the
  * third, which rd makes send to a window rank first.  (The other way round
  * at 3 ranks both sides wait to receive: that fails at the timeout,
- * coll/small_op.c "The windows".) */
+ * coll/small_win.c.) */
 static void mismatched_collectives_fail_everywhere_windows(void **state)
 {
 	struct mismatch m = allreduce(RW_DTYPE_FLOAT32, 2, RW_OP_SUM);

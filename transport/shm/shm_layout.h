@@ -22,7 +22,7 @@
  *   4  a window of RW_SHM_WIN_BYTES between the post ring and the slots:
  *      the sender writes it, the receiver reads it, and what it holds is
  *      the user's protocol (rw_net's window(); the engine's small
- *      collectives, coll/small_op.c); the transport never touches it.
+ *      collectives, coll/small_win.c); the transport never touches it.
  *
  * Rendezvous.  A listener binds an AF_UNIX SOCK_SEQPACKET socket to the
  * abstract name RW_SHM_SOCK_PREFIX "<nonce as 16 hex digits>"; the handle
