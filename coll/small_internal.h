@@ -10,8 +10,8 @@
 
 #include "coll/coll_internal.h"
 
-#define RW_SMALL_SIG_BYTES      sizeof(struct rw_coll_sig)
-#define RW_SMALL_MAX_MSGS       64   /* sends or receives of one rank: direct P-1, rd log2(P)+1 */
+#define RW_SMALL_SIG_BYTES sizeof(struct rw_coll_sig)
+#define RW_SMALL_MAX_MSGS  64 /* sends or receives of one rank: direct P-1, rd log2(P)+1 */
 
 /* One message of this rank's schedule. */
 struct rw_small_msg {

@@ -192,7 +192,8 @@ void rw_small_win_write(struct rw_coll_req *r, struct rw_small_state *st)
 }
 
 /* A receive's message, once its stamp is there: checked, then done. */
-static int win_take(struct rw_coll_req *r, struct rw_small_state *st, struct rw_small_msg *m, bool *progressed)
+static int win_take(struct rw_coll_req *r, struct rw_small_state *st, struct rw_small_msg *m,
+		    bool *progressed)
 {
 	struct rw_coll_comm *c = r->comm;
 	const struct win_msg *w = win_at(c, m->link, st->seq);
@@ -249,8 +250,8 @@ int rw_small_win_step(struct rw_coll_req *r, bool *progressed)
 			rc = win_take(r, st, m, progressed);
 			if (rc || m->done)
 				return rc;
-			return rw_small_link_failed(r, rw_net_check(c->links[m->link].comm), m->peer,
-					   "receiving from", m->round);
+			return rw_small_link_failed(r, rw_net_check(c->links[m->link].comm),
+						    m->peer, "receiving from", m->round);
 		}
 		return 0;
 	}
@@ -260,4 +261,3 @@ int rw_small_win_step(struct rw_coll_req *r, bool *progressed)
 		in[i] = win_at(c, st->recv[i].link, st->seq)->payload + RW_SMALL_SIG_BYTES;
 	return rw_small_fold_all(r, st, r->a.sendbuf, in, progressed);
 }
-
