@@ -375,6 +375,17 @@ int rw_coll_activate(struct rw_coll_req *r)
 	return rc;
 }
 
+/* May this wait spin?  A back-off that ran out ends here too: the waits
+ * short enough never to read the clock would otherwise keep it forever. */
+static bool spin_allowed(struct rw_coll_comm *c)
+{
+	if (!c->spin)
+		return false;
+	if (c->spin_after_ns && rw_now_ns() >= c->spin_after_ns)
+		c->spin_after_ns = 0;
+	return !c->spin_after_ns;
+}
+
 /* A wait that spun ended (missed: it outlasted RW_COLL_SPIN_NS). */
 static void spin_count(struct rw_coll_comm *c, bool missed, uint64_t now)
 {
@@ -391,7 +402,7 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 	struct rw_coll_req *r;
 	uint64_t seen, idle_since = 0;
 	unsigned idle_polls = 0;
-	bool spin = c->spin && !c->spin_after_ns; /* this wait spins first */
+	bool spin = spin_allowed(c); /* this wait spins first */
 	bool spinning = spin, counted = false;
 	int done = 0, rc;
 
@@ -416,7 +427,7 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 			seen = c->moves;
 			idle_since = 0;
 			idle_polls = 0;
-			spin = spinning = c->spin && !c->spin_after_ns;
+			spin = spinning = spin_allowed(c);
 			counted = false;
 			continue;
 		}
@@ -443,8 +454,6 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 			spin_count(c, true, now);
 			counted = true;
 		}
-		if (c->spin_after_ns && now >= c->spin_after_ns)
-			c->spin_after_ns = 0;
 		spinning = spin && idle < RW_COLL_SPIN_NS;
 		if (spinning)
 			cpu_pause();

@@ -47,6 +47,11 @@ size_t rw_small_msg_bytes(const struct rw_coll_req *r);
 /** The link to peer failed with err while r was `what` it: fail r, naming
  *  the rank that really failed when a notice says so (bounded wait). */
 int rw_small_link_failed(struct rw_coll_req *r, int err, int peer, const char *what, int round);
+/** Message m of r arrived (msg, got bytes): its signature and size are
+ *  checked (a mismatch fails every rank naming both collectives), then m
+ *  is done.  0 or -errno. */
+int rw_small_msg_in(struct rw_coll_req *r, struct rw_small_msg *m, const void *msg, size_t got,
+		    bool *progressed);
 /** Direct's end, once every peer's buffer is in (in[i]: the i-th receive's
  *  data): all of them and ours folded in rank order into recvbuf, once. */
 int rw_small_fold_all(struct rw_coll_req *r, struct rw_small_state *st, const void *ours,

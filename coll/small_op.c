@@ -374,8 +374,6 @@ static int test_send(struct rw_coll_req *r, struct rw_small_msg *m, bool *progre
 /* A receive that completed is checked: its signature and size are ours. */
 static int test_recv(struct rw_coll_req *r, struct rw_small_msg *m, bool *progressed)
 {
-	struct rw_coll_comm *c = r->comm;
-	struct rw_coll_sig theirs = {0};
 	size_t got = 0;
 	int done = 0, rc;
 
@@ -386,8 +384,17 @@ static int test_recv(struct rw_coll_req *r, struct rw_small_msg *m, bool *progre
 		return rw_small_link_failed(r, rc, m->peer, "receiving from", m->round);
 	if (!done)
 		return 0;
+	return rw_small_msg_in(r, m, in_slot(r->comm, m->slot), got, progressed);
+}
+
+int rw_small_msg_in(struct rw_coll_req *r, struct rw_small_msg *m, const void *msg, size_t got,
+		    bool *progressed)
+{
+	struct rw_coll_comm *c = r->comm;
+	struct rw_coll_sig theirs = {0};
+
 	if (got >= RW_SMALL_SIG_BYTES)
-		memcpy(&theirs, in_slot(c, m->slot), RW_SMALL_SIG_BYTES);
+		memcpy(&theirs, msg, RW_SMALL_SIG_BYTES);
 	if (!rw_coll_sig_same(&theirs, &r->sig))
 		return rw_coll_fail_mismatch(r, m->peer, &theirs);
 	if (got != rw_small_msg_bytes(r)) {

@@ -168,7 +168,7 @@ bool rw_small_win_fits(const struct rw_coll_req *r)
 	const struct rw_coll_comm *c = r->comm;
 
 	return r->ops == &rw_coll_direct_ops && c->win_half && r->mem == RW_COLL_MEM_HOST &&
-	       sizeof(struct win_msg) + RW_SMALL_SIG_BYTES + r->a.count * r->esize <= c->win_half;
+	       sizeof(struct win_msg) + rw_small_msg_bytes(r) <= c->win_half;
 }
 
 /* Our message into half seq % 2 of every send link's window, stamp last. */
@@ -184,7 +184,7 @@ void rw_small_win_write(struct rw_coll_req *r, struct rw_small_state *st)
 		memcpy(m->payload, &r->sig, RW_SMALL_SIG_BYTES);
 		if (n)
 			memcpy(m->payload + RW_SMALL_SIG_BYTES, r->a.sendbuf, n);
-		m->bytes = RW_SMALL_SIG_BYTES + n;
+		m->bytes = rw_small_msg_bytes(r);
 		__atomic_store_n(&m->stamp, st->seq, __ATOMIC_RELEASE);
 		st->send[i].posted = st->send[i].done = true;
 		c->stats.chunks_sent++;
@@ -201,21 +201,15 @@ static int win_take(struct rw_coll_req *r, struct rw_small_state *st, struct rw_
 	struct rw_coll_sig theirs;
 
 	if (stamp + 2 == st->seq || stamp == 0)
-		return 0; /* not yet: the half still holds the collective before */
-	memcpy(&theirs, w->payload, RW_SMALL_SIG_BYTES);
-	if (stamp != st->seq || !rw_coll_sig_same(&theirs, &r->sig))
+		return 0;	/* not yet: the half still holds the collective before */
+	if (stamp != st->seq) { /* a peer ran more window collectives than we did */
+		memcpy(&theirs, w->payload, RW_SMALL_SIG_BYTES);
 		return rw_coll_fail_mismatch(r, m->peer, &theirs);
-	if (w->bytes != rw_small_msg_bytes(r)) {
-		RW_WARN(RW_LOG_COLL,
-			"coll: rank %d: direct allreduce: rank %d wrote %llu bytes to the window; "
-			"expected %zu",
-			c->rank, m->peer, (unsigned long long)w->bytes, rw_small_msg_bytes(r));
-		return rw_coll_fail(r, -EPROTO, m->peer, "receiving from", m->round, 0);
 	}
-	c->stats.chunks_recv++;
-	m->posted = m->done = true;
-	*progressed = true;
-	return 0;
+	m->posted = true;
+	return rw_small_msg_in(r, m, w->payload,
+			       (size_t)RW_MIN(w->bytes, (uint64_t)c->win_half - sizeof(*w)),
+			       progressed);
 }
 
 int rw_small_win_step(struct rw_coll_req *r, bool *progressed)

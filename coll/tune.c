@@ -60,16 +60,18 @@ struct lat_row {
 
 /*
  * Over shm, direct exchange of up to half a window (32 KiB) goes through the
- * links' windows (small_op.c): no message at all, and it beats rd at every
+ * links' windows (small_win.c): no message at all, and it beats rd at every
  * rank count measured (ringway-perf -a direct vs -a rd, medians of 3, us:
  * 4 ranks 8 B 6.6 vs 14.1, 8 KiB 13.9 vs 18.7, 16 KiB 19.3 vs 21.3; 6 ranks
  * 8 B 14.3 vs 22.6, 4 KiB 19.6 vs 27.4); past the window they are even
  * (4 ranks 32 KiB 30.1 vs 30.3).
  */
 static const struct lat_row lat_shm[] = {
-	{2, 128 << 10, 0}, /* 2 ranks: rd and direct are the same one exchange */
-	{3, 16 << 10, 128 << 10}, {4, 16 << 10, 64 << 10}, {RW_COLL_DIRECT_MAX, 16 << 10, 0},
-	{INT_MAX, 0, 16 << 10},
+	{2, 128 << 10, 0},		   /* 2 ranks: rd and direct are the same one exchange */
+	{3, 16 << 10, 128 << 10},	   /* direct through the windows, then rd */
+	{4, 16 << 10, 64 << 10},	   /* the same */
+	{RW_COLL_DIRECT_MAX, 16 << 10, 0}, /* the windows, then the ring */
+	{INT_MAX, 0, 16 << 10},		   /* no mesh above 8 ranks: rd */
 };
 
 static const struct lat_row lat_net[] = {

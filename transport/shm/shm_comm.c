@@ -429,44 +429,28 @@ int rw_shm_window(struct rw_net_comm *comm, void **addr, size_t *bytes)
 
 /*
  * Whether the peer is still there, for a caller that moves data through
- * the window and so never calls test(): its line's failed and closed words
- * (one read of a line that rarely changes), and every RW_SHM_CHECK_NS
- * whether its process exited.  No timeout: nothing here says whether the
- * caller expects anything.
+ * the window and so never calls test(): its line's failed word, then the
+ * peer checks of every wait (rw_shm_check_peer: closed, process exited, at
+ * their pace), with no timeout (since is now: nothing here says whether
+ * the caller expects anything).
  */
 int rw_shm_check(struct rw_net_comm *comm)
 {
 	struct rw_shm_comm *c;
-	int rc = rw_shm_comm_check(comm, 0, "check", &c), failed;
-	uint32_t closed;
+	int rc = rw_shm_comm_check(comm, 0, "check", &c);
 	uint64_t now;
 
 	if (rc)
 		return rc;
 	if (c->fail || !c->d.seg)
 		return c->fail ? c->fail : -ENOTCONN;
-	if (c->is_send) {
-		failed = __atomic_load_n(&c->d.seg->rx.failed, __ATOMIC_ACQUIRE);
-		closed = __atomic_load_n(&c->d.seg->rx.closed, __ATOMIC_ACQUIRE);
-	} else {
-		failed = __atomic_load_n(&c->d.seg->tx.failed, __ATOMIC_ACQUIRE);
-		closed = __atomic_load_n(&c->d.seg->tx.closed, __ATOMIC_ACQUIRE);
-	}
-	if (failed) {
+	if (__atomic_load_n(c->is_send ? &c->d.seg->rx.failed : &c->d.seg->tx.failed,
+			    __ATOMIC_ACQUIRE)) {
 		rw_shm_conn_fail(c, -ECONNRESET, "the peer's side failed");
 		return c->fail;
 	}
-	if (closed) {
-		rw_shm_conn_fail(c, -ECONNRESET, "the peer closed its side");
-		return c->fail;
-	}
 	now = rw_shm_now(c, false);
-	if (now - c->last_check_ns >= RW_SHM_CHECK_NS) {
-		c->last_check_ns = now;
-		if (rw_shm_peer_exited(c))
-			rw_shm_conn_fail(c, -ECONNRESET, "the peer process exited");
-	}
-	return c->fail;
+	return rw_shm_check_peer(c, now, now, "a window");
 }
 
 int rw_shm_close_send(struct rw_net_comm *comm)
