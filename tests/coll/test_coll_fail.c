@@ -128,18 +128,29 @@ static int killed(struct rw_comm *w, int rank, int p, void *arg)
 	return survivor_leaves(k, p, 1);
 }
 
+/* p ranks under env kill VICTIM in an allreduce of count floats: the
+ * victim dies by SIGKILL, every other rank ends 0 (it named the victim in
+ * time, killed() checks). */
+static void kill_one(const char *const *env, int p, size_t count, const char *what)
+{
+	struct kill_case *k = kill_case_new(count);
+	int codes[8];
+
+	assert_true(p <= (int)RW_ARRAY_SIZE(codes));
+	coll_fork_codes(p, env, killed, k, 60, codes);
+	munmap(k, sizeof(*k));
+	for (int r = 0; r < p; r++)
+		if (codes[r] != (r == VICTIM ? 128 + SIGKILL : 0))
+			fail_msg("%s, %d ranks: rank %d ended with %d", what, p, r, codes[r]);
+}
+
 static void a_killed_rank_is_named_by_every_rank(void **state)
 {
 	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "5000", "RINGWAY_CHUNK_BYTES",
 					  "64K", NULL};
-	struct kill_case *k = kill_case_new(COUNT);
-	int codes[4];
 
 	(void)state;
-	coll_fork_codes(4, env, killed, k, 60, codes);
-	munmap(k, sizeof(*k));
-	for (int r = 0; r < 4; r++)
-		assert_int_equal(codes[r], r == VICTIM ? 128 + SIGKILL : 0);
+	kill_one(env, 4, COUNT, "ring");
 }
 
 /* Direct through the windows over shm (3 and 4 ranks): nothing polls the
@@ -154,18 +165,10 @@ static void a_killed_rank_is_named_through_the_windows(void **state)
 					  "RINGWAY_TRANSPORT",
 					  "shm",
 					  NULL};
-	int codes[4];
 
 	(void)state;
-	for (int p = 3; p <= 4; p++) {
-		struct kill_case *k = kill_case_new(1000);
-
-		coll_fork_codes(p, env, killed, k, 60, codes);
-		munmap(k, sizeof(*k));
-		for (int r = 0; r < p; r++)
-			if (codes[r] != (r == VICTIM ? 128 + SIGKILL : 0))
-				fail_msg("%d ranks: rank %d ended with %d", p, r, codes[r]);
-	}
+	for (int p = 3; p <= 4; p++)
+		kill_one(env, p, 1000, "direct through the windows");
 }
 
 /* The same with the latency algorithms (small buffers; 4 and 5 ranks: rd
@@ -173,24 +176,14 @@ static void a_killed_rank_is_named_through_the_windows(void **state)
 static void a_killed_rank_is_named_rd_direct(void **state)
 {
 	static const char *const algos[] = {"rd", "direct"};
-	size_t count = 1000;
-	int codes[5];
 
 	(void)state;
 	for (size_t i = 0; i < RW_ARRAY_SIZE(algos); i++) {
 		const char *const env[] = {"RINGWAY_TIMEOUT_MS", "5000", "RINGWAY_ALGO", algos[i],
 					   NULL};
 
-		for (int p = 4; p <= 5; p++) {
-			struct kill_case *k = kill_case_new(count);
-
-			coll_fork_codes(p, env, killed, k, 60, codes);
-			munmap(k, sizeof(*k));
-			for (int r = 0; r < p; r++)
-				if (codes[r] != (r == VICTIM ? 128 + SIGKILL : 0))
-					fail_msg("%s, %d ranks: rank %d ended with %d", algos[i], p,
-						 r, codes[r]);
-		}
+		for (int p = 4; p <= 5; p++)
+			kill_one(env, p, 1000, algos[i]);
 	}
 }
 
