@@ -33,7 +33,10 @@
  * test return at once; "not ready yet" is a NULL output with a 0 return
  * (connect/accept: *comm == NULL; isend/irecv: *req == NULL, try again).
  * Waits on a peer are bounded by cfg->timeout_ms: a peer that stays silent
- * that long while a request is pending fails the request.
+ * that long while a request is pending fails the request.  The one
+ * exception is a receive comm made patient (rw_net_patient()): its
+ * receives wait for a message to begin as long as it takes, and only a
+ * peer that closed, died or broke the protocol fails them.
  *
  * Matching (NCCL's IB transport, p2p.cc ncclIbIsend; every transport).
  * Receives match in posting order.  isend takes a send (returns a request)
@@ -185,6 +188,14 @@ struct rw_net_ops {
 	 *  comm's error (the peer closed, failed or exited; logged once).
 	 *  Never blocks; cheap enough for a poll loop. */
 	int (*check)(struct rw_net_comm *comm);
+	/** Optional (NULL: -ENOTSUP): from now on the receives of recv comm
+	 *  wait for a message to begin without RINGWAY_TIMEOUT_MS (once bytes
+	 *  of it arrived, the timeout applies again); the peer closing,
+	 *  exiting or failing still fails them, and sends are not affected.
+	 *  For a control channel that keeps a receive posted across the
+	 *  caller's idle time and bounds its own waits.  -EINVAL on a send
+	 *  comm. */
+	int (*patient)(struct rw_net_comm *comm);
 };
 
 /** Base of every transport instance. */
@@ -320,6 +331,13 @@ static inline int rw_net_window(struct rw_net_comm *c, void **addr, size_t *byte
 	if (!c->net->ops->window || !c->net->ops->check)
 		return -ENOTSUP;
 	return c->net->ops->window(c, addr, bytes);
+}
+
+/** Make recv comm c's receives wait for a message without a deadline
+ *  (see rw_net_ops.patient), or -ENOTSUP. */
+static inline int rw_net_patient(struct rw_net_comm *c)
+{
+	return c->net->ops->patient ? c->net->ops->patient(c) : -ENOTSUP;
 }
 
 /** 0 while a comm with a window is sound, else its error. */

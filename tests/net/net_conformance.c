@@ -606,6 +606,7 @@ int conf_run(const struct conf_backend *b)
 		CASE(failed_comm_answers_at_once),
 		CASE(oversize_refused_before_anything_moves),
 		CASE(peer_close_fails_outstanding_requests),
+		CASE(patient_receive_outlasts_the_timeout),
 		CASE(many_requests_in_flight),
 		CASE(random_sizes_byte_for_byte),
 		CASE(close_with_requests_outstanding),

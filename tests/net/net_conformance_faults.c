@@ -634,6 +634,7 @@ void bad_arguments(void **state)
 	assert_null(req);
 	assert_true(misuse(rw_net_iflush(pr.r, 1, &data, &n, &rb.mr, NULL)));
 	assert_true(misuse(rw_net_dereg_mr(pr.s, rb.mr)));
+	assert_true(misuse(rw_net_patient(pr.s))); /* receives only */
 	assert_true(misuse(rw_net_close_send(pr.r)));
 	assert_true(misuse(rw_net_close_recv(pr.s)));
 

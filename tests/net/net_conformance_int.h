@@ -132,5 +132,6 @@ void grouped_random_tag_orders_two_processes(void **state);
 void failed_comm_answers_at_once(void **state);
 void oversize_refused_before_anything_moves(void **state);
 void peer_close_fails_outstanding_requests(void **state);
+void patient_receive_outlasts_the_timeout(void **state);
 
 #endif /* RW_NET_CONFORMANCE_INT_H */

@@ -687,6 +687,50 @@ static void fails_for_close(struct op *op, uint64_t t0, bool may_succeed)
 }
 
 /*
+ * A patient receive comm (a control channel): a receive waits past
+ * RINGWAY_TIMEOUT_MS for a message that begins late, and still fails at
+ * once when the peer closes.  The plain receive of silent_sender_times_out
+ * is the counterpart that must time out.
+ */
+void patient_receive_outlasts_the_timeout(void **state)
+{
+	struct pair pr;
+	struct buf sb, rb;
+	struct op ops[2] = {0};
+	uint64_t t0;
+
+	(void)state;
+	rw_test_log_expect(conf_be->peer_hint);
+	assert_int_equal(conf_pair_open(conf_net, &pr), 0);
+	assert_int_equal(rw_net_patient(pr.r), 0);
+	assert_int_equal(conf_buf_get(pr.s, &sb, 4096), 0);
+	assert_int_equal(conf_buf_get(pr.r, &rb, 4096), 0);
+	memset(sb.p, 0x5a, 64);
+	memset(rb.p, 0, 64);
+	assert_int_equal(conf_recv1_post(pr.r, &rb, 4096, 7, &ops[0]), 0);
+	/* nothing comes for longer than the timeout: still waiting, no error */
+	t0 = rw_now_ms();
+	assert_int_equal(conf_drive(&ops[0], 1, conf_cfg.timeout_ms + 500), -ETIMEDOUT);
+	assert_false(ops[0].done);
+	assert_true(rw_now_ms() - t0 > (uint64_t)conf_cfg.timeout_ms);
+	/* then the message: it lands whole */
+	assert_int_equal(conf_send_post(pr.s, sb.p, 64, 7, sb.mr, &ops[1]), 0);
+	assert_int_equal(conf_drive(ops, 2, WAIT_MS), 0);
+	assert_int_equal(ops[0].rc, 0);
+	assert_int_equal(ops[1].rc, 0);
+	assert_int_equal(ops[0].sizes[0], 64);
+	assert_memory_equal(rb.p, sb.p, 64);
+	/* a patient receive still learns at once that its peer closed */
+	ops[0] = (struct op){0};
+	assert_int_equal(conf_recv1_post(pr.r, &rb, 4096, 7, &ops[0]), 0);
+	conf_buf_put(pr.s, &sb);
+	assert_int_equal(rw_net_close_send(pr.s), 0);
+	fails_for_close(&ops[0], rw_now_ms(), false);
+	conf_buf_put(pr.r, &rb);
+	assert_int_equal(rw_net_close_recv(pr.r), 0);
+}
+
+/*
  * A peer that closes mid-pipeline: every request outstanding on the other
  * side fails with a connection error (well before RINGWAY_TIMEOUT_MS), and
  * later calls fail at once.

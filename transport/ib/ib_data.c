@@ -221,7 +221,9 @@ static int incomplete(const struct rw_ib_comm *c)
 static void comm_watch(struct rw_ib_comm *c, int gone)
 {
 	uint64_t now = rw_now_ms();
-	bool late = now - c->progress_ms > (uint64_t)c->net->base.cfg.timeout_ms;
+	/* a patient comm's receives wait for their messages as long as it
+	 * takes (a message lands whole: nothing of it is ever half there) */
+	bool late = !c->patient && now - c->progress_ms > (uint64_t)c->net->base.cfg.timeout_ms;
 	bool down;
 	int waiting;
 
@@ -297,6 +299,17 @@ static void idle_watch(struct rw_ib_comm *c, const char *call)
 		call, c->peer, c->peer_gid, c->rqpn[0],
 		gone == ECONNRESET ? "it closed the connection" : strerror(gone));
 	rw_ib_comm_fail(c, gone == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
+}
+
+int rw_ib_patient(struct rw_net_comm *comm)
+{
+	struct rw_ib_comm *c;
+	int rc = rw_ib_comm_check(comm, RW_IB_RECV_MAGIC, &c);
+
+	if (rc)
+		return rc;
+	c->patient = true;
+	return 0;
 }
 
 /* A comm of the given kind: 0, -EINVAL (wrong kind) or -EBADF (closed). */

@@ -303,6 +303,7 @@ struct rw_ib_comm {
 	uint32_t psn;
 	enum ibv_mtu mtu;
 	int failed;	      /* -errno once the connection is unusable */
+	bool patient;	      /* recv: receives wait for their message unbounded */
 	uint64_t progress_ms; /* last sign of life from the peer (or of all done) */
 	uint64_t life_ms;     /* last sign of life from the peer, only */
 	uint64_t gone_ms;     /* set-up connection first seen closed; 0: not yet */
@@ -443,5 +444,7 @@ int rw_ib_comm_check(struct rw_net_comm *base, uint32_t kind, struct rw_ib_comm 
 
 /** describe (rw_net.h): kind, QPs, the first QP's number, peer (ib_describe.c). */
 int rw_ib_describe(struct rw_net_comm *comm, struct rw_net_desc *desc);
+/** patient (rw_net.h): a recv comm's receives wait for their message unbounded. */
+int rw_ib_patient(struct rw_net_comm *comm);
 
 #endif /* RW_IB_INTERNAL_H */

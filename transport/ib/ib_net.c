@@ -102,6 +102,7 @@ static const struct rw_net_ops ib_ops = {
 	.close_listen = rw_ib_close_listen,
 	.destroy = ib_destroy,
 	.describe = rw_ib_describe,
+	.patient = rw_ib_patient,
 };
 
 int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why, size_t why_len)

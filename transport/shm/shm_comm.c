@@ -361,6 +361,15 @@ static int progress(struct rw_shm_comm *c, uint64_t now)
 	return c->is_send ? rw_shm_tx_progress(c, now) : rw_shm_rx_progress(c, now);
 }
 
+/* Since when r waits on the peer, for the timeout: a patient comm's
+ * receive that no message has begun to fill does not wait on it (now). */
+static uint64_t waits_since(const struct rw_shm_comm *c, const struct rw_shm_req *r, uint64_t now)
+{
+	if (c->patient && r->kind == RW_SHM_REQ_RECV && c->d.cur_req != r)
+		return now;
+	return r->posted_ns;
+}
+
 int rw_shm_test(struct rw_net_req *base, int *done, size_t *sizes)
 {
 	struct rw_shm_comm *c;
@@ -380,8 +389,9 @@ int rw_shm_test(struct rw_net_req *base, int *done, size_t *sizes)
 	c = rw_shm_comm_from(base->comm);
 	now = rw_shm_now(c, false);
 	if (!r->done && !progress(c, now) && !r->done && !c->fail &&
-	    rw_shm_check_peer(c, now, r->posted_ns, c->is_send ? "a send" : "a receive") == 0) {
-		if (rw_shm_idle(c, now))
+	    rw_shm_check_peer(c, now, waits_since(c, r, now),
+			      c->is_send ? "a send" : "a receive") == 0) {
+		if (!c->patient && rw_shm_idle(c, now))
 			progress(c, rw_shm_now(c, true));
 	}
 	if (!r->done && c->fail) {
@@ -451,6 +461,20 @@ int rw_shm_check(struct rw_net_comm *comm)
 	}
 	now = rw_shm_now(c, false);
 	return rw_shm_check_peer(c, now, now, "a window");
+}
+
+/* A control channel's receive comm: its receives wait for a message as long
+ * as it takes (a closed or departed peer still fails them), and its test()
+ * never sleeps or yields: the caller polls it beside other work. */
+int rw_shm_patient(struct rw_net_comm *comm)
+{
+	struct rw_shm_comm *c;
+	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, "patient", &c);
+
+	if (rc)
+		return rc;
+	c->patient = true;
+	return 0;
 }
 
 int rw_shm_close_send(struct rw_net_comm *comm)

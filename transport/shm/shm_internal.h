@@ -296,6 +296,7 @@ struct rw_shm_comm {
 	pid_t peer_pid; /* this namespace (SO_PEERCRED); 0 unknown */
 	int fail;	/* sticky connection error */
 	bool fail_logged;
+	bool patient; /* recv: receives wait for a message unbounded, test never idles */
 	uint64_t connected_ns;
 	uint64_t progress_ns; /* last time anything moved on this comm */
 	uint64_t last_check_ns;
@@ -412,6 +413,7 @@ int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes
 int rw_shm_test(struct rw_net_req *req, int *done, size_t *sizes);
 int rw_shm_window(struct rw_net_comm *comm, void **addr, size_t *bytes);
 int rw_shm_check(struct rw_net_comm *comm);
+int rw_shm_patient(struct rw_net_comm *comm);
 int rw_shm_close_send(struct rw_net_comm *comm);
 int rw_shm_close_recv(struct rw_net_comm *comm);
 /** A new, open comm with nothing attached; the caller fills in d. */

@@ -249,6 +249,7 @@ static const struct rw_net_ops shm_ops = {
 	.describe = rw_shm_describe,
 	.window = rw_shm_window,
 	.check = rw_shm_check,
+	.patient = rw_shm_patient,
 };
 
 /*

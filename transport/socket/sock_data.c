@@ -497,6 +497,17 @@ int rw_sock_iflush(struct rw_net_comm *comm, int n, void **data, const int *size
 	return 0;
 }
 
+int rw_sock_patient(struct rw_net_comm *comm)
+{
+	struct rw_sock_comm *c;
+	int rc = rw_sock_data_comm(comm, RW_SOCK_RECV_MAGIC, "patient", &c);
+
+	if (rc)
+		return rc;
+	c->patient = true; /* read by this comm's data path only (one thread) */
+	return 0;
+}
+
 /* --- test ---------------------------------------------------------------- */
 
 static int check_stall(struct rw_sock_comm *c, struct rw_sock_req *r)
@@ -507,6 +518,9 @@ static int check_stall(struct rw_sock_comm *c, struct rw_sock_req *r)
 	last = RW_MAX(last, r->post_ms);
 	if (now < last || now - last < (uint64_t)c->timeout_ms)
 		return 0;
+	if (r->kind == RW_SOCK_REQ_RECV && c->patient && r->msgs_left == r->n &&
+	    c->d->rx.pos == c->d->rx.len)
+		return 0; /* not a byte of it arrived yet: a patient receive waits */
 	if (r->kind == RW_SOCK_REQ_SEND)
 		return rw_sock_comm_fail(
 			c, -ETIMEDOUT,

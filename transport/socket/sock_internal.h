@@ -331,6 +331,7 @@ struct rw_sock_comm {
 	char peer[RW_SOCK_ADDRSTRLEN];
 	size_t min_stripe;
 	int64_t timeout_ms;
+	bool patient;		      /* recv: a receive waits for its first header unbounded */
 	struct rw_sock_connect *conn; /* send side, until connected */
 	pthread_mutex_t mr_lock;      /* reg_mr may race the data path */
 	struct rw_list mrs;
@@ -457,6 +458,9 @@ void rw_sock_stream_push(struct rw_sock_stream *s, const struct rw_sock_op *op);
 /** Room on every helper stream that a message of size bytes striped over
  *  the comm's streams would use. */
 bool rw_sock_stripe_room(struct rw_sock_data *d, uint64_t size);
+
+/** patient (rw_net.h): receives wait for their first header unbounded. */
+int rw_sock_patient(struct rw_net_comm *comm);
 
 /** describe (rw_net.h): kind, streams, fd of stream 0, peer (sock_describe.c). */
 int rw_sock_describe(struct rw_net_comm *comm, struct rw_net_desc *desc);

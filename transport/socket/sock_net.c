@@ -148,6 +148,7 @@ static const struct rw_net_ops sock_ops = {
 	.close_listen = rw_sock_close_listen,
 	.destroy = sock_destroy,
 	.describe = rw_sock_describe,
+	.patient = rw_sock_patient,
 };
 
 int rw_sock_create(const struct rw_config *cfg, struct rw_net **out)
