@@ -317,6 +317,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	c->chunk_bytes = (c->chunk_bytes + 63) & ~(size_t)63;
 	c->timeout_ms = (int)a->cfg->timeout_ms;
 	c->failed_rank = -1;
+	c->ctl_lost.peer = -1;
 	c->names = calloc((size_t)c->nranks, sizeof(*c->names));
 	if (!c->names) {
 		rc = -ENOMEM;
@@ -540,6 +541,7 @@ static void progress_comm(struct rw_coll_comm *c)
 			r->state = RW_COLL_RUNNING;
 			r->last_progress_ms = 0; /* read at its first idle check */
 			r->idle_polls = 0;
+			r->coll_no = ++c->colls;
 			if (c->nranks > 1 && !r->no_tokens)
 				r->token_no = ++c->tokens_due;
 		}

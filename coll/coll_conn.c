@@ -15,8 +15,10 @@
 #include "coll/coll_place.h"
 #include "common/rw_log.h"
 
-#define HELLO_MAGIC   0x4c485752u /* "RWHL" */
-#define HELLO_VERSION 2		  /* 2: signatures (first data message, tokens, notices) */
+#define HELLO_MAGIC 0x4c485752u /* "RWHL" */
+#define HELLO_VERSION                                                                              \
+	3 /* 2: signatures (first data message, tokens, notices); 3: tokens carry the collective's \
+	     number, patient control links, bye */
 
 struct hello {
 	uint32_t magic;
@@ -181,6 +183,15 @@ static int pending_step(struct rw_coll_comm *c, struct pending *p, bool *progres
 	l->dev = p->dev;
 	p->comm = NULL;
 	p->ctl = NULL;
+	/* a control link keeps a receive posted across idle time (coll_ctl.c) */
+	if (rw_link_is_ctrl(l) && (rc = rw_net_patient(l->comm)) != 0) {
+		RW_WARN(RW_LOG_INIT | RW_LOG_COLL,
+			"coll: rank %d: the control link from rank %d (%s): transport %s cannot "
+			"keep a receive posted across idle time: %s",
+			c->rank, l->peer, c->names[l->peer], rw_net_name(l->comm->net),
+			strerror(-rc));
+		return rc;
+	}
 	return 1;
 }
 

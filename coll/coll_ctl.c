@@ -4,31 +4,48 @@
  * a token per collective each way, failure and timeout notices, and the
  * one warning a rank logs when a collective fails.
  *
- * Each rank has a control link to and from both ring neighbours.  Every
- * collective but the latency algorithms on 2 ranks (r->no_tokens, set in
- * small_op.c: the one peer's data proves the collective and its own links
- * report its failure) ends with a token sent on both outgoing ones, and a receive is
- * posted on an incoming one exactly while a token is due on it, so no
- * receive waits across idle time (transports fail a receive that waits
- * longer than RINGWAY_TIMEOUT_MS) longer than a neighbour takes to finish.
+ * Each rank has a control link to and from both ring neighbours.  The
+ * incoming ones are patient (rw_net_patient: a receive waits for its
+ * message without RINGWAY_TIMEOUT_MS) and always have a receive posted, so
+ * a failure notice reaches a rank whatever it is doing, idle included.
+ *
+ * Tokens.  A collective whose data path proves on every rank alike that
+ * every rank ran it (r->no_tokens: the latency algorithms, whose every
+ * message carries the signature and whose every rank needs every rank's
+ * contribution) sends none: a token costs a send and a receive each way,
+ * which on an oversubscribed host is most of a small collective.  The
+ * others end with a token on both outgoing links, carrying the token's
+ * number on the link, the collective's number on the comm and its
+ * signature.  A token for the running collective is compared with it (a
+ * token where this rank runs a collective without tokens is a mismatch
+ * too); one for a collective not yet started here is kept and compared
+ * when it starts; one for a collective that finished here is taken.
  *
  * Waiting for the neighbours' tokens costs a round trip at the end of every
  * collective (next must receive our last chunk, finish, and send its token
  * back), so a collective whose data path already proved that every rank ran
  * it (r->proven: a chunk it received went all round the ring, each rank
  * checking its predecessor's signature before using its data) waits only
- * for the tokens of the collective before it, which left before the
- * neighbours sent this one's data; its own are taken, unchecked, while a
- * later collective runs or at quiesce.  One behind, not more: a neighbour
- * then always has the receive for our latest token posted (transports take
- * a send only into a posted receive), so our token never waits for a
- * neighbour that returned to its caller.  The others (count 0, counts
+ * for the tokens of the collective with tokens before it, which left before
+ * the neighbours sent this one's data; its own are taken, unchecked, while a
+ * later collective runs or at quiesce.  The others (count 0, counts
  * smaller than the ranks, broadcast, ps) wait for their own tokens, so
- * mismatched calls fail everywhere.  The first rank to see a failure
- * sends a notice instead (which rank failed, who saw it) to both neighbours, each of which forwards
- * it once in the same way, so every rank learns which rank failed instead of only that its
- * neighbour went quiet.  After a failure the data links are closed at once, which cancels every
- * transfer into or out of the user's buffers.
+ * mismatched calls fail everywhere.
+ *
+ * Neighbours that finish at different times.  A neighbour that finished
+ * its last collective may close the comm while this rank still completes
+ * it: a control link that fails is a failure only if the collective that
+ * saw it does not finish within NOTICE_GRACE_MS, or another one starts.  A
+ * notice from a later collective than the running one (a neighbour that
+ * finished it failed in the next) is held until that one starts, or the
+ * grace ends.
+ *
+ * Failures.  The first rank to see a failure sends a notice (which rank
+ * failed, who saw it, in which collective) to both neighbours, each of
+ * which forwards it once in the same way, so every rank learns which rank
+ * failed instead of only that its neighbour went quiet.  After a failure
+ * the data links are closed at once, which cancels every transfer into or
+ * out of the user's buffers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -48,13 +65,14 @@
 #define MISMATCH_OFF	96
 #define TOKEN_OFF	160 /* then one token per send in flight */
 
-/* The token carries the collective's signature: a neighbour that called
- * another collective is caught when its token arrives, before this rank
- * reports success, at the cost of 24 bytes instead of 16 in a message
- * that flows anyway. */
+/* The token carries the collective's number and signature: a neighbour
+ * that called another collective is caught when its token arrives, before
+ * this rank reports success, at the cost of 32 bytes instead of 8 in a
+ * message that flows anyway. */
 struct token {
 	uint32_t magic;
-	uint32_t seq; /* the collective's number on this comm (low bits) */
+	uint32_t seq;  /* the token's number on this link (low bits) */
+	uint64_t coll; /* the collective's number on the comm (rw_coll_req.coll_no) */
 	struct rw_coll_sig sig;
 };
 static_assert(sizeof(struct token) <= NOTICE_OFF, "a received token fits before the notice");
@@ -66,14 +84,16 @@ static_assert(TOKEN_OFF + RW_COLL_CTL_SENDS * sizeof(struct token) <= RW_COLL_CT
 
 struct notice {
 	uint32_t magic;
-	int32_t failed;	  /* the rank that failed */
-	int32_t reporter; /* the rank that saw it */
-	int32_t err;	  /* -errno the reporter saw */
-	uint32_t flags;	  /* NOTICE_* */
-	uint32_t rsvd;
+	int32_t failed;			 /* the rank that failed */
+	int32_t reporter;		 /* the rank that saw it */
+	int32_t err;			 /* -errno the reporter saw */
+	uint32_t flags;			 /* NOTICE_* */
+	uint32_t coll;			 /* low bits of the collective the reporter ran; 0: none */
 	struct rw_coll_sig sig_failed;	 /* with NOTICE_MISMATCH */
 	struct rw_coll_sig sig_reporter; /* what the reporter was running */
 };
+static_assert(sizeof(struct notice) <= sizeof(((struct rw_coll_comm *)0)->held_notice),
+	      "a notice can be held");
 static_assert(NOTICE_OFF + sizeof(struct notice) <= MISMATCH_OFF &&
 		      MISMATCH_OFF + sizeof(struct notice) <= RW_COLL_CTL_BYTES,
 	      "notices fit the ctl buffer");
@@ -155,21 +175,45 @@ static void ctl_link_lost(struct rw_coll_link *l)
 	l->ctl = NULL;
 }
 
-/* A token from l's peer for a collective that differs from ours (sig):
- * turn it into a mismatch notice. */
+/* A token from l's peer (theirs: its collective's signature) for a
+ * collective that differs from ours (sig): turn it into a mismatch notice. */
 static bool token_differs(const struct rw_coll_comm *c, const struct rw_coll_link *l,
-			  const struct token *t, const struct rw_coll_sig *sig, struct notice *n)
+			  const struct rw_coll_sig *theirs, const struct rw_coll_req *r,
+			  struct notice *n)
 {
-	if (!sig || rw_coll_sig_same(&t->sig, sig))
+	if (rw_coll_sig_same(theirs, &r->sig))
 		return false;
 	*n = (struct notice){.magic = NOTICE_MAGIC,
 			     .failed = l->peer,
 			     .reporter = c->rank,
 			     .err = -EINVAL,
 			     .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
-			     .sig_failed = t->sig,
-			     .sig_reporter = *sig};
+			     .coll = (uint32_t)r->coll_no,
+			     .sig_failed = *theirs,
+			     .sig_reporter = r->sig};
 	return true;
+}
+
+/* A token arrived on l (its number checked): compare it with the running
+ * collective r when it is r's (a collective without tokens here that is a
+ * token collective on the neighbour differs too), keep it for later when
+ * its collective has not started here, take it unchecked when it is for a
+ * collective that finished here (a proven one: every rank ran it).  At
+ * most one is early: a neighbour can be one collective ahead of this rank,
+ * not two (finishing the next one takes this rank's data or token).
+ * 1: they differ (*n says so). */
+static int token_in(struct rw_coll_comm *c, const struct rw_coll_req *r, struct rw_coll_link *l,
+		    const struct token *t, struct notice *n)
+{
+	l->tokens++;
+	if (r && t->coll == r->coll_no)
+		return token_differs(c, l, &t->sig, r, n);
+	if (!r || t->coll > r->coll_no) {
+		l->early = true;
+		l->early_coll = t->coll;
+		l->early_sig = t->sig;
+	}
+	return 0;
 }
 
 /*
@@ -182,24 +226,28 @@ static bool token_differs(const struct rw_coll_comm *c, const struct rw_coll_lin
 static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct notice *n,
 		    int *dead, int *err)
 {
-	const struct rw_coll_sig *sig = r ? &r->sig : NULL;
-
 	for (int i = 0; i < 4; i += 2)
 		if (c->links[rw_link_ctrl(c, i)].comm)
 			ctl_sends_reap(&c->links[rw_link_ctrl(c, i)]);
 	for (int i = 1; i < 4; i += 2) {
 		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
 
-		while (l->comm) {
+		if (r && l->early && l->early_coll <= r->coll_no) {
+			/* a token that came before its collective started */
+			l->early = false;
+			if (l->early_coll == r->coll_no && token_differs(c, l, &l->early_sig, r, n))
+				return 1;
+		}
+		/* in quiesce (no r), only while a token is due: a neighbour
+		 * that closed after its last token fails the receive */
+		while (l->comm && (r || l->tokens < c->tokens_due)) {
 			const struct token *t = (const void *)l->ctl->buf;
 			size_t got = 0;
 			int done = 0, rc = 0;
 
-			if (!l->ctl_req) {
-				if (l->tokens >= c->tokens_due)
-					break;
+			/* always one receive posted: the link is patient */
+			if (!l->ctl_req)
 				rc = post_ctl_recv(l);
-			}
 			if (!rc && l->ctl_req)
 				rc = rw_net_test(l->ctl_req, &done, &got);
 			if (rc) {
@@ -213,14 +261,8 @@ static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct 
 			l->ctl_req = NULL;
 			if (got == sizeof(*t) && t->magic == TOKEN_MAGIC &&
 			    t->seq == (uint32_t)(l->tokens + 1)) {
-				/* a receive is posted only while a token is due:
-				 * this one is for the running collective, or for
-				 * one before it whose data path proved that every
-				 * rank ran it (its token was not waited for) */
-				if (t->seq == (uint32_t)(r ? r->token_no : 0) &&
-				    token_differs(c, l, t, sig, n))
+				if (token_in(c, r, l, t, n))
 					return 1;
-				l->tokens++;
 				continue;
 			}
 			memcpy(n, l->ctl->buf, sizeof(*n));
@@ -233,7 +275,8 @@ static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct 
 			*n = (struct notice){.magic = NOTICE_MAGIC,
 					     .failed = l->peer,
 					     .reporter = c->rank,
-					     .err = -EPROTO};
+					     .err = -EPROTO,
+					     .coll = r ? (uint32_t)r->coll_no : 0};
 			return 1;
 		}
 	}
@@ -245,7 +288,10 @@ static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct 
 int rw_coll_tokens_send(struct rw_coll_req *r)
 {
 	struct rw_coll_comm *c = r->comm;
-	const struct token t = {.magic = TOKEN_MAGIC, .seq = (uint32_t)r->token_no, .sig = r->sig};
+	const struct token t = {.magic = TOKEN_MAGIC,
+				.seq = (uint32_t)r->token_no,
+				.coll = r->coll_no,
+				.sig = r->sig};
 
 	for (int i = 0; i < 2; i++) {
 		struct rw_coll_link *l = &c->links[rw_link_ctrl(c, 2 * i)];
@@ -393,7 +439,10 @@ static bool as_mismatch(const struct rw_coll_comm *c, const struct rw_coll_req *
 		*out = *in;
 		return true;
 	}
-	if (!r || !in->sig_reporter.valid || rw_coll_sig_same(&in->sig_reporter, &r->sig))
+	/* the reporter's signature says what it ran in its collective,
+	 * which is r only if the numbers agree */
+	if (!r || !in->sig_reporter.valid || in->coll != (uint32_t)r->coll_no ||
+	    rw_coll_sig_same(&in->sig_reporter, &r->sig))
 		return false;
 	*out = (struct notice){.magic = NOTICE_MAGIC,
 			       .failed = in->reporter,
@@ -401,6 +450,7 @@ static bool as_mismatch(const struct rw_coll_comm *c, const struct rw_coll_req *
 			       .err = -EINVAL,
 			       .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
 			       .sig_failed = in->sig_reporter,
+			       .coll = (uint32_t)r->coll_no,
 			       .sig_reporter = r->sig};
 	return true;
 }
@@ -463,6 +513,7 @@ int rw_coll_fail_mismatch(struct rw_coll_req *r, int peer, const struct rw_coll_
 				 .err = -EINVAL,
 				 .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
 				 .sig_failed = *theirs,
+				 .coll = (uint32_t)r->coll_no,
 				 .sig_reporter = r->sig};
 
 	if (!c->error)
@@ -493,6 +544,7 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 			   .failed = peer,
 			   .reporter = c->rank,
 			   .err = err,
+			   .coll = (uint32_t)r->coll_no,
 			   .sig_reporter = r->sig};
 
 	if (c->error)
@@ -540,6 +592,7 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 				    .failed = peer,
 				    .reporter = c->rank,
 				    .err = err,
+				    .coll = (uint32_t)r->coll_no,
 				    .sig_reporter = r->sig};
 	}
 	if (err == -ETIMEDOUT) {
@@ -630,15 +683,66 @@ void rw_coll_quiesce(struct rw_coll_comm *c)
 	}
 }
 
+/* Did n's reporter fail in a collective after r? */
+static bool notice_is_later(const struct notice *n, const struct rw_coll_req *r)
+{
+	return n->coll && (int32_t)(n->coll - (uint32_t)r->coll_no) > 0;
+}
+
+/* Is a token due on an incoming control link? */
+static bool token_due(const struct rw_coll_comm *c)
+{
+	for (int i = 1; i < 4; i += 2) {
+		const struct rw_coll_link *l = &c->links[rw_link_ctrl(c, i)];
+
+		if (l->comm && l->tokens < c->tokens_due)
+			return true;
+	}
+	return false;
+}
+
 int rw_coll_ctl_progress(struct rw_coll_req *r)
 {
 	struct rw_coll_comm *c = r->comm;
 	struct notice n;
-	int dead = -1, lost = 0, got = ctl_poll(c, r, &n, &dead, &lost);
+	int dead = -1, lost = 0, got;
 
-	if (got == 1)
+	if (c->ctl_lost.peer >= 0 &&
+	    (r->coll_no > c->ctl_lost.coll || rw_now_ms() - c->ctl_lost.ms > NOTICE_GRACE_MS))
+		return rw_coll_fail(r, c->ctl_lost.err, c->ctl_lost.peer, "the control link from",
+				    -1, 0);
+	if (c->held_ms) {
+		memcpy(&n, c->held_notice, sizeof(n));
+		if (!notice_is_later(&n, r) || rw_now_ms() - c->held_ms > NOTICE_GRACE_MS) {
+			c->held_ms = 0;
+			accept_notice(c, r, &n);
+			return c->error;
+		}
+	}
+	/* With no token due only a notice can come, and a notice may wait a
+	 * few polls: look every RW_COLL_CLOCK_POLLS calls then. */
+	if (!token_due(c) && c->ctl_polls++ % RW_COLL_CLOCK_POLLS)
+		return c->error;
+	got = ctl_poll(c, r, &n, &dead, &lost);
+	if (got == 1 && notice_is_later(&n, r)) {
+		/* A neighbour that finished r may fail in the next collective
+		 * while this rank still completes r, which can finish: the
+		 * notice is for the next one (or for r, if it does not finish
+		 * within the grace).  The first one held says it. */
+		if (!c->held_ms) {
+			memcpy(c->held_notice, &n, sizeof(n));
+			c->held_ms = rw_now_ms();
+		}
+	} else if (got == 1) {
 		accept_notice(c, r, &n);
-	else if (got == 2)
-		rw_coll_fail(r, lost, dead, "the control link from", -1, 0);
+	} else if (got == 2 && c->ctl_lost.peer < 0)
+		/* A neighbour that finished its last collective closes the
+		 * comm while this rank still completes it: its control link
+		 * closing is news only if this collective cannot finish (or
+		 * another one starts).  A neighbour that failed told us first
+		 * (a notice comes before the close), and its data links tell
+		 * the ranks that need its data. */
+		c->ctl_lost = (struct rw_coll_lost){
+			.peer = dead, .err = lost, .coll = r->coll_no, .ms = rw_now_ms()};
 	return c->error;
 }

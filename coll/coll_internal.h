@@ -32,7 +32,7 @@
 #define RW_COLL_MAX_SENDS 4
 
 #define RW_COLL_TAG	  0x7277 /* every data message */
-#define RW_COLL_CTL_BYTES 352
+#define RW_COLL_CTL_BYTES 416
 
 /* Link ids carried by the hello: channels are 0..nchannels-1.  Failure
  * notices travel both ways round the ring, so there are two control links
@@ -66,6 +66,28 @@ struct rw_coll_ctl {
 
 #define RW_COLL_CTL_SENDS 8 /* control messages in flight per link */
 
+/**
+ * What every rank must agree on for one collective: 16 bytes, carried by
+ * the token each rank sends its neighbours at the end of the collective
+ * (no extra message) and by failure notices.  Fields a kind ignores are
+ * normalised (op of allgather/broadcast, root of all but broadcast).
+ */
+struct rw_coll_sig {
+	uint8_t kind, dtype, op, valid;
+	int32_t root;
+	uint64_t count;
+};
+static_assert(sizeof(struct rw_coll_sig) == 16, "compact signature");
+
+/** A control link that failed: a failure only if the collective that saw
+ *  it cannot finish (coll_ctl.c). */
+struct rw_coll_lost {
+	int peer; /**< -1: none */
+	int err;
+	uint64_t coll; /**< the collective that saw it */
+	uint64_t ms;
+};
+
 /** One direction of one connection. */
 struct rw_coll_link {
 	struct rw_net_comm *comm;
@@ -79,8 +101,11 @@ struct rw_coll_link {
 	struct rw_net_req *sq[RW_COLL_CTL_SENDS];
 	unsigned sq_head, sq_n;
 	uint8_t notice_sent; /**< bit 0: a notice, bit 1: a mismatch notice */
-	/* incoming control links: tokens received so far */
-	uint64_t tokens;
+	/* incoming control links (patient: a receive is always posted) */
+	uint64_t tokens;	      /**< tokens received so far */
+	bool early;		      /**< a token for a collective not yet started here */
+	uint64_t early_coll;	      /**< its collective's number (rw_coll_req.coll_no) */
+	struct rw_coll_sig early_sig; /**< checked when that collective starts */
 };
 
 /* Events of a channel's device work: one per receive in flight (by its
@@ -130,19 +155,6 @@ enum rw_coll_mem {
 	RW_COLL_MEM_DEVICE,
 };
 
-/**
- * What every rank must agree on for one collective: 16 bytes, carried by
- * the token each rank sends its neighbours at the end of the collective
- * (no extra message) and by failure notices.  Fields a kind ignores are
- * normalised (op of allgather/broadcast, root of all but broadcast).
- */
-struct rw_coll_sig {
-	uint8_t kind, dtype, op, valid;
-	int32_t root;
-	uint64_t count;
-};
-static_assert(sizeof(struct rw_coll_sig) == 16, "compact signature");
-
 #define RW_COLL_SIG_STR 96 /* "allreduce(count=..., float16, sum)" */
 
 /** Signature of args a (checked by rw_coll_start). */
@@ -189,13 +201,14 @@ struct rw_coll_req {
 	unsigned tokens_sent; /**< bit per outgoing control link */
 	/** the data path proves every rank ran this collective (the algorithm
 	 *  sets it at init): done without waiting for the neighbours' tokens
-	 *  for it, only for those of the collective before (coll_ctl.c) */
+	 *  for it, only for those of the collective with tokens before (coll_ctl.c) */
 	bool proven;
-	/** proven on every rank alike, and no notice needed from the control
-	 *  links (the latency algorithms on 2 ranks, small_op.c): no token at
-	 *  all, sent or waited for (coll_comm.c) */
+	/** proven on every rank alike (the latency algorithms, small_op.c):
+	 *  no token at all, sent or waited for (coll_comm.c); the control
+	 *  links' receives stay posted for the notices (coll_ctl.c) */
 	bool no_tokens;
 	uint64_t token_no;	   /**< tokens_due once it started */
+	uint64_t coll_no;	   /**< colls once it started: its number on the comm */
 	uint64_t last_progress_ms; /**< start of the idle spell, 0: not read yet */
 	unsigned idle_polls;	   /**< polls without progress since it moved */
 	bool win_suspect;	   /**< the peer's next window collective seen (small_win.c) */
@@ -253,9 +266,16 @@ struct rw_coll_comm {
 	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */
-	uint64_t tokens_due; /**< collectives started: tokens expected per link */
-	int error;	     /**< sticky */
-	int failed_rank;     /**< who failed, -1 if unknown */
+	uint64_t tokens_due; /**< collectives with tokens started: tokens expected per link */
+	uint64_t colls;	     /**< collectives started */
+	struct rw_coll_lost ctl_lost; /**< the first control link lost (coll_ctl.c) */
+	/** a failure notice from a later collective than the running one,
+	 *  held until that one starts (coll_ctl.c's struct notice) */
+	uint8_t held_notice[64];
+	uint64_t held_ms;   /**< when it came; 0: none held */
+	unsigned ctl_polls; /**< rw_coll_ctl_progress calls (it looks every few) */
+	int error;	    /**< sticky */
+	int failed_rank;    /**< who failed, -1 if unknown */
 };
 
 /* Link indices: channel links first, then the four control links

@@ -525,6 +525,30 @@ static void mismatched_collectives_fail_everywhere_rd_direct(void **state)
 	mismatches("direct");
 }
 
+/*
+ * The latency algorithms send no token; a neighbour that ran a collective
+ * with tokens at the same place is caught by its token's collective number
+ * and signature, whether the token comes while this rank waits or before
+ * it started (kept until then): count 0 (no data: tokens only) against 8
+ * elements either way round, over socket and shm.
+ */
+static void a_collective_with_tokens_against_one_without(void **state)
+{
+	static const char *const transports[] = {"socket", "shm"};
+	struct mismatch m;
+
+	(void)state;
+	for (int t = 0; t < 2; t++) {
+		m = allreduce(RW_DTYPE_FLOAT32, 8, RW_OP_SUM);
+		m.odd_count = 0;
+		run_mismatch_on("auto", transports[t], 3, m);
+		m.count = 0;
+		m.odd_count = 8;
+		run_mismatch_on("auto", transports[t], 3, m);
+		run_mismatch_on("auto", transports[t], 4, m);
+	}
+}
+
 /* Over shm, direct goes through the links' windows (coll/small_win.c): the
  * same differences, caught there; and a window collective against one that
  * does not use the windows, caught by the other rank at its idle checks
@@ -570,6 +594,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_windows,
 						rw_test_setup_log, NULL),
 		cmocka_unit_test_setup_teardown(mismatched_collectives_fail_everywhere_rd_direct,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(a_collective_with_tokens_against_one_without,
 						rw_test_setup_log, rw_test_teardown_log),
 	};
 

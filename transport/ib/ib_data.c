@@ -253,11 +253,13 @@ static void comm_watch(struct rw_ib_comm *c, int gone)
 		 * for a short while after the end was seen. */
 		if (now - RW_MAX(c->gone_ms, c->progress_ms) < RW_IB_GONE_GRACE_MS)
 			return;
-		RW_WARN(RW_LOG_NET,
-			"NET/IB: %s: peer %s (GID %s, QPN %#x) is gone (%s) with %d "
-			"request(s) pending",
-			c->dev->name, c->peer, c->peer_gid, c->rqpn[0],
-			gone == ECONNRESET ? "it closed the connection" : strerror(gone), waiting);
+		/* a control channel's peer that left: the caller says whether
+		 * that was a failure (rw_net_patient) */
+		RW_LOG(c->patient ? RW_LOG_INFO : RW_LOG_WARN, RW_LOG_NET,
+		       "NET/IB: %s: peer %s (GID %s, QPN %#x) is gone (%s) with %d "
+		       "request(s) pending",
+		       c->dev->name, c->peer, c->peer_gid, c->rqpn[0],
+		       gone == ECONNRESET ? "it closed the connection" : strerror(gone), waiting);
 		rw_ib_comm_fail(c, gone == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
 		return;
 	}
@@ -295,9 +297,10 @@ static void idle_watch(struct rw_ib_comm *c, const char *call)
 		gone = ECONNRESET; /* seen earlier, with requests pending */
 	if (!gone || incomplete(c))
 		return; /* those requests fail in comm_watch(), after its grace */
-	RW_WARN(RW_LOG_NET, "NET/IB: %s: %s: peer %s (GID %s, QPN %#x) is gone (%s)", c->dev->name,
-		call, c->peer, c->peer_gid, c->rqpn[0],
-		gone == ECONNRESET ? "it closed the connection" : strerror(gone));
+	RW_LOG(c->patient ? RW_LOG_INFO : RW_LOG_WARN, RW_LOG_NET,
+	       "NET/IB: %s: %s: peer %s (GID %s, QPN %#x) is gone (%s)", c->dev->name, call,
+	       c->peer, c->peer_gid, c->rqpn[0],
+	       gone == ECONNRESET ? "it closed the connection" : strerror(gone));
 	rw_ib_comm_fail(c, gone == ETIMEDOUT ? -ETIMEDOUT : -ECONNRESET);
 }
 

@@ -144,10 +144,13 @@ void rw_shm_conn_fail(struct rw_shm_comm *c, int rc, const char *why)
 
 	if (c->fail)
 		return;
+	/* a control channel's peer that left: the caller says whether that
+	 * was a failure (rw_net_patient) */
 	if (why && !c->fail_logged)
-		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: %s %s: %s (%s)",
-			c->is_send ? "send comm to" : "receive comm from", c->peer, why,
-			strerror(-rc));
+		RW_LOG(c->patient && rc == -ECONNRESET ? RW_LOG_INFO : RW_LOG_WARN,
+		       RW_LOG_NET | RW_LOG_SHM, "shm: %s %s: %s (%s)",
+		       c->is_send ? "send comm to" : "receive comm from", c->peer, why,
+		       strerror(-rc));
 	c->fail_logged = true;
 	if (!seg) {
 		c->fail = rc;

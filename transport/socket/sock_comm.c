@@ -105,8 +105,11 @@ int rw_sock_comm_fail(struct rw_sock_comm *c, int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	RW_WARN(RW_LOG_NET, "socket: %s %s: %s: %s", rw_sock_comm_dir(c), c->peer, what,
-		strerror(-err));
+	/* a control channel's peer that left: the caller says whether that
+	 * was a failure (rw_net_patient) */
+	RW_LOG(c->patient && (err == -ECONNRESET || err == -EPIPE) ? RW_LOG_INFO : RW_LOG_WARN,
+	       RW_LOG_NET, "socket: %s %s: %s: %s", rw_sock_comm_dir(c), c->peer, what,
+	       strerror(-err));
 	/* Wake helpers blocked in send/recv: the connection is dead anyway. */
 	for (int i = 0; i < d->nstreams; i++)
 		shutdown(d->streams[i].fd, SHUT_RDWR);
