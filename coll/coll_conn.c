@@ -16,9 +16,9 @@
 #include "common/rw_log.h"
 
 #define HELLO_MAGIC 0x4c485752u /* "RWHL" */
-#define HELLO_VERSION                                                                              \
-	3 /* 2: signatures (first data message, tokens, notices); 3: tokens carry the collective's \
-	     number, patient control links, bye */
+/* 2: signatures (first data message, tokens, notices); 3: tokens and
+ * notices carry the collective's number, patient control links */
+#define HELLO_VERSION 3
 
 struct hello {
 	uint32_t magic;
@@ -336,7 +336,7 @@ void rw_coll_links_close(struct rw_coll_comm *c)
 			l->ctl = NULL;
 			continue;
 		}
-		if (l->ctl_req || l->sq_n) {
+		if (l->ctl_req || l->sq_n || l->rq_n) {
 			/* a request still uses the buffer: closing cancels it and
 			 * takes its registration along */
 			free(l->ctl);
@@ -345,7 +345,7 @@ void rw_coll_links_close(struct rw_coll_comm *c)
 		}
 		l->ctl = NULL;
 		l->ctl_req = NULL;
-		l->sq_n = 0;
+		l->sq_n = l->rq_n = 0;
 		close_comm(l->comm, l->is_send);
 		l->comm = NULL;
 	}

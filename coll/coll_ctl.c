@@ -6,8 +6,9 @@
  *
  * Each rank has a control link to and from both ring neighbours.  The
  * incoming ones are patient (rw_net_patient: a receive waits for its
- * message without RINGWAY_TIMEOUT_MS) and always have a receive posted, so
- * a failure notice reaches a rank whatever it is doing, idle included.
+ * message without RINGWAY_TIMEOUT_MS) and always have RW_COLL_CTL_RECVS
+ * receives posted (room for a token, a notice and a mismatch notice), so a
+ * failure notice reaches a rank whatever it is doing, idle included.
  *
  * Tokens.  A collective whose data path proves on every rank alike that
  * every rank ran it (r->no_tokens: the latency algorithms, whose every
@@ -34,11 +35,11 @@
  *
  * Neighbours that finish at different times.  A neighbour that finished
  * its last collective may close the comm while this rank still completes
- * it: a control link that fails is a failure only if the collective that
- * saw it does not finish within NOTICE_GRACE_MS, or another one starts.  A
- * notice from a later collective than the running one (a neighbour that
- * finished it failed in the next) is held until that one starts, or the
- * grace ends.
+ * it: a control link that fails does not fail the collective that saw it
+ * (which then finishes, or fails on its own links or timeout), but the
+ * next one.  A notice from a later collective than the running one (a
+ * neighbour that finished it failed in the next) is held until that one
+ * starts.
  *
  * Failures.  The first rank to see a failure sends a notice (which rank
  * failed, who saw it, in which collective) to both neighbours, each of
@@ -75,12 +76,13 @@ struct token {
 	uint64_t coll; /* the collective's number on the comm (rw_coll_req.coll_no) */
 	struct rw_coll_sig sig;
 };
-static_assert(sizeof(struct token) <= NOTICE_OFF, "a received token fits before the notice");
+static_assert(sizeof(struct token) <= RW_COLL_CTL_MSG, "a received token fits its receive");
 static_assert(TOKEN_OFF + RW_COLL_CTL_SENDS * sizeof(struct token) <= RW_COLL_CTL_BYTES,
 	      "a token per send in flight");
 
 #define NOTICE_MISMATCH 1u /* failed called another collective than reporter */
 #define NOTICE_ALIVE	2u /* failed is alive: tell it too */
+#define NOTICE_NUMBERED 4u /* coll is the reporter's collective */
 
 struct notice {
 	uint32_t magic;
@@ -92,8 +94,9 @@ struct notice {
 	struct rw_coll_sig sig_failed;	 /* with NOTICE_MISMATCH */
 	struct rw_coll_sig sig_reporter; /* what the reporter was running */
 };
-static_assert(sizeof(struct notice) <= sizeof(((struct rw_coll_comm *)0)->held_notice),
-	      "a notice can be held");
+static_assert(sizeof(struct notice) <= sizeof(((struct rw_coll_comm *)0)->held_notice) &&
+		      sizeof(struct notice) <= RW_COLL_CTL_MSG,
+	      "a notice can be held, and fits a posted receive");
 static_assert(NOTICE_OFF + sizeof(struct notice) <= MISMATCH_OFF &&
 		      MISMATCH_OFF + sizeof(struct notice) <= RW_COLL_CTL_BYTES,
 	      "notices fit the ctl buffer");
@@ -154,18 +157,31 @@ static int ctl_send_token(struct rw_coll_link *l, const struct token *t)
 	return ctl_send(l, off, sizeof(*t));
 }
 
-static int post_ctl_recv(struct rw_coll_link *l)
+/* Keep RW_COLL_CTL_RECVS receives posted on incoming control link l (the
+ * link is patient: they may wait across idle time).  They complete in
+ * posting order, the k-th posted into its own RW_COLL_CTL_MSG bytes. */
+static int post_ctl_recvs(struct rw_coll_link *l)
 {
-	size_t size = RW_COLL_CTL_BYTES;
-	int tag = RW_COLL_TAG;
-	void *data = l->ctl->buf;
+	while (l->rq_n < RW_COLL_CTL_RECVS) {
+		unsigned k = (l->rq_head + l->rq_n) % RW_COLL_CTL_RECVS;
+		size_t size = RW_COLL_CTL_MSG;
+		int tag = RW_COLL_TAG;
+		void *data = l->ctl->buf + k * RW_COLL_CTL_MSG;
+		struct rw_net_req *req = NULL;
+		int rc = rw_net_irecv(l->comm, 1, &data, &size, &tag, &l->ctl->mr, &req);
 
-	return rw_net_irecv(l->comm, 1, &data, &size, &tag, &l->ctl->mr, &l->ctl_req);
+		if (rc || !req)
+			return rc;
+		l->rq[k] = req;
+		l->rq_n++;
+	}
+	return 0;
 }
 
 static void ctl_link_lost(struct rw_coll_link *l)
 {
 	l->ctl_req = NULL;
+	l->rq_n = 0; /* the close cancels them */
 	if (l->is_send)
 		rw_net_close_send(l->comm);
 	else
@@ -175,19 +191,20 @@ static void ctl_link_lost(struct rw_coll_link *l)
 	l->ctl = NULL;
 }
 
-/* A token from l's peer (theirs: its collective's signature) for a
- * collective that differs from ours (sig): turn it into a mismatch notice. */
+/* A token from l's peer (theirs: its collective's signature) for r: a
+ * mismatch notice when r differs, or sends no token (the same signature
+ * with another algorithm: the ranks chose differently). */
 static bool token_differs(const struct rw_coll_comm *c, const struct rw_coll_link *l,
 			  const struct rw_coll_sig *theirs, const struct rw_coll_req *r,
 			  struct notice *n)
 {
-	if (rw_coll_sig_same(theirs, &r->sig))
+	if (rw_coll_sig_same(theirs, &r->sig) && !r->no_tokens)
 		return false;
 	*n = (struct notice){.magic = NOTICE_MAGIC,
 			     .failed = l->peer,
 			     .reporter = c->rank,
 			     .err = -EINVAL,
-			     .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
+			     .flags = NOTICE_MISMATCH | NOTICE_ALIVE | NOTICE_NUMBERED,
 			     .coll = (uint32_t)r->coll_no,
 			     .sig_failed = *theirs,
 			     .sig_reporter = r->sig};
@@ -196,12 +213,14 @@ static bool token_differs(const struct rw_coll_comm *c, const struct rw_coll_lin
 
 /* A token arrived on l (its number checked): compare it with the running
  * collective r when it is r's (a collective without tokens here that is a
- * token collective on the neighbour differs too), keep it for later when
- * its collective has not started here, take it unchecked when it is for a
- * collective that finished here (a proven one: every rank ran it).  At
- * most one is early: a neighbour can be one collective ahead of this rank,
- * not two (finishing the next one takes this rank's data or token).
- * 1: they differ (*n says so). */
+ * token collective on the neighbour differs too), take it unchecked when
+ * it is for a collective that finished here (a proven one: every rank ran
+ * it), keep it when its collective has not started here and compare it
+ * then.  With today's algorithms none comes early (a collective with
+ * tokens ends only after its signature swap with both neighbours, which
+ * then run it too), nor for a tokenless r (the swap never ends against
+ * one); a peer's message may still say anything, and an early token is
+ * never counted unchecked.  1: they differ (*n says so). */
 static int token_in(struct rw_coll_comm *c, const struct rw_coll_req *r, struct rw_coll_link *l,
 		    const struct token *t, struct notice *n)
 {
@@ -241,15 +260,14 @@ static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct 
 		/* in quiesce (no r), only while a token is due: a neighbour
 		 * that closed after its last token fails the receive */
 		while (l->comm && (r || l->tokens < c->tokens_due)) {
-			const struct token *t = (const void *)l->ctl->buf;
+			unsigned k = l->rq_head;
+			const uint8_t *msg = l->ctl->buf + k * RW_COLL_CTL_MSG;
+			const struct token *t = (const void *)msg;
 			size_t got = 0;
-			int done = 0, rc = 0;
+			int done = 0, rc = post_ctl_recvs(l);
 
-			/* always one receive posted: the link is patient */
-			if (!l->ctl_req)
-				rc = post_ctl_recv(l);
-			if (!rc && l->ctl_req)
-				rc = rw_net_test(l->ctl_req, &done, &got);
+			if (!rc && l->rq_n)
+				rc = rw_net_test(l->rq[k], &done, &got);
 			if (rc) {
 				*dead = l->peer;
 				*err = rc;
@@ -258,14 +276,16 @@ static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct 
 			}
 			if (!done)
 				break;
-			l->ctl_req = NULL;
+			/* its buffer is read before a receive is posted into it again */
+			l->rq_head = (k + 1) % RW_COLL_CTL_RECVS;
+			l->rq_n--;
 			if (got == sizeof(*t) && t->magic == TOKEN_MAGIC &&
 			    t->seq == (uint32_t)(l->tokens + 1)) {
 				if (token_in(c, r, l, t, n))
 					return 1;
 				continue;
 			}
-			memcpy(n, l->ctl->buf, sizeof(*n));
+			memcpy(n, msg, sizeof(*n));
 			if (got == sizeof(*n) && n->magic == NOTICE_MAGIC && n->failed >= 0 &&
 			    n->failed < c->nranks)
 				return 1;
@@ -276,6 +296,7 @@ static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct 
 					     .failed = l->peer,
 					     .reporter = c->rank,
 					     .err = -EPROTO,
+					     .flags = r ? NOTICE_NUMBERED : 0,
 					     .coll = r ? (uint32_t)r->coll_no : 0};
 			return 1;
 		}
@@ -420,11 +441,19 @@ static void fail_mismatch(struct rw_coll_comm *c, const struct notice *n)
 
 	c->error = -EINVAL;
 	c->failed_rank = n->failed;
-	RW_WARN(RW_LOG_COLL,
-		"coll: rank %d: the ranks called different collectives: rank %d called %s but "
-		"rank %d %s (every rank must make the same calls in the same order)",
-		c->rank, n->failed, rw_coll_sig_str(&n->sig_failed, a, sizeof(a)), n->reporter,
-		rw_coll_sig_str(&n->sig_reporter, b, sizeof(b)));
+	if (rw_coll_sig_same(&n->sig_failed, &n->sig_reporter))
+		RW_WARN(RW_LOG_COLL,
+			"coll: rank %d: ranks %d and %d ran %s with different algorithms (host "
+			"memory on one, device memory on the other, or another RINGWAY_ALGO: "
+			"every rank must choose alike)",
+			c->rank, n->failed, n->reporter,
+			rw_coll_sig_str(&n->sig_failed, a, sizeof(a)));
+	else
+		RW_WARN(RW_LOG_COLL,
+			"coll: rank %d: the ranks called different collectives: rank %d called %s "
+			"but rank %d %s (every rank must make the same calls in the same order)",
+			c->rank, n->failed, rw_coll_sig_str(&n->sig_failed, a, sizeof(a)),
+			n->reporter, rw_coll_sig_str(&n->sig_reporter, b, sizeof(b)));
 	RW_NVTX_MARK("ringway: collectives differ");
 	notices_send(c, n);
 	close_data_links(c);
@@ -441,14 +470,14 @@ static bool as_mismatch(const struct rw_coll_comm *c, const struct rw_coll_req *
 	}
 	/* the reporter's signature says what it ran in its collective,
 	 * which is r only if the numbers agree */
-	if (!r || !in->sig_reporter.valid || in->coll != (uint32_t)r->coll_no ||
-	    rw_coll_sig_same(&in->sig_reporter, &r->sig))
+	if (!r || !in->sig_reporter.valid || !(in->flags & NOTICE_NUMBERED) ||
+	    in->coll != (uint32_t)r->coll_no || rw_coll_sig_same(&in->sig_reporter, &r->sig))
 		return false;
 	*out = (struct notice){.magic = NOTICE_MAGIC,
 			       .failed = in->reporter,
 			       .reporter = c->rank,
 			       .err = -EINVAL,
-			       .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
+			       .flags = NOTICE_MISMATCH | NOTICE_ALIVE | NOTICE_NUMBERED,
 			       .sig_failed = in->sig_reporter,
 			       .coll = (uint32_t)r->coll_no,
 			       .sig_reporter = r->sig};
@@ -511,7 +540,7 @@ int rw_coll_fail_mismatch(struct rw_coll_req *r, int peer, const struct rw_coll_
 				 .failed = peer,
 				 .reporter = c->rank,
 				 .err = -EINVAL,
-				 .flags = NOTICE_MISMATCH | NOTICE_ALIVE,
+				 .flags = NOTICE_MISMATCH | NOTICE_ALIVE | NOTICE_NUMBERED,
 				 .sig_failed = *theirs,
 				 .coll = (uint32_t)r->coll_no,
 				 .sig_reporter = r->sig};
@@ -544,6 +573,7 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 			   .failed = peer,
 			   .reporter = c->rank,
 			   .err = err,
+			   .flags = NOTICE_NUMBERED,
 			   .coll = (uint32_t)r->coll_no,
 			   .sig_reporter = r->sig};
 
@@ -557,7 +587,7 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 		struct notice got_n;
 		int dead = -1, lost = 0;
 
-		n.flags = NOTICE_ALIVE;
+		n.flags |= NOTICE_ALIVE;
 		notices_send(c, &n);
 		while (rw_now_ms() < until) {
 			int got = ctl_poll(c, r, &got_n, &dead, &lost);
@@ -592,6 +622,7 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 				    .failed = peer,
 				    .reporter = c->rank,
 				    .err = err,
+				    .flags = NOTICE_NUMBERED,
 				    .coll = (uint32_t)r->coll_no,
 				    .sig_reporter = r->sig};
 	}
@@ -686,7 +717,7 @@ void rw_coll_quiesce(struct rw_coll_comm *c)
 /* Did n's reporter fail in a collective after r? */
 static bool notice_is_later(const struct notice *n, const struct rw_coll_req *r)
 {
-	return n->coll && (int32_t)(n->coll - (uint32_t)r->coll_no) > 0;
+	return (n->flags & NOTICE_NUMBERED) && (int32_t)(n->coll - (uint32_t)r->coll_no) > 0;
 }
 
 /* Is a token due on an incoming control link? */
@@ -707,14 +738,13 @@ int rw_coll_ctl_progress(struct rw_coll_req *r)
 	struct notice n;
 	int dead = -1, lost = 0, got;
 
-	if (c->ctl_lost.peer >= 0 &&
-	    (r->coll_no > c->ctl_lost.coll || rw_now_ms() - c->ctl_lost.ms > NOTICE_GRACE_MS))
+	if (c->ctl_lost.peer >= 0 && r->coll_no > c->ctl_lost.coll)
 		return rw_coll_fail(r, c->ctl_lost.err, c->ctl_lost.peer, "the control link from",
 				    -1, 0);
-	if (c->held_ms) {
+	if (c->held) {
 		memcpy(&n, c->held_notice, sizeof(n));
-		if (!notice_is_later(&n, r) || rw_now_ms() - c->held_ms > NOTICE_GRACE_MS) {
-			c->held_ms = 0;
+		if (!notice_is_later(&n, r)) {
+			c->held = false;
 			accept_notice(c, r, &n);
 			return c->error;
 		}
@@ -727,22 +757,24 @@ int rw_coll_ctl_progress(struct rw_coll_req *r)
 	if (got == 1 && notice_is_later(&n, r)) {
 		/* A neighbour that finished r may fail in the next collective
 		 * while this rank still completes r, which can finish: the
-		 * notice is for the next one (or for r, if it does not finish
-		 * within the grace).  The first one held says it. */
-		if (!c->held_ms) {
+		 * notice is for the next one.  (If r cannot finish, its own
+		 * links or its timeout say why.)  The first one held says it. */
+		if (!c->held) {
 			memcpy(c->held_notice, &n, sizeof(n));
-			c->held_ms = rw_now_ms();
+			c->held = true;
 		}
 	} else if (got == 1) {
 		accept_notice(c, r, &n);
-	} else if (got == 2 && c->ctl_lost.peer < 0)
+	} else if (got == 2 && c->ctl_lost.peer < 0) {
 		/* A neighbour that finished its last collective closes the
-		 * comm while this rank still completes it: its control link
-		 * closing is news only if this collective cannot finish (or
-		 * another one starts).  A neighbour that failed told us first
-		 * (a notice comes before the close), and its data links tell
-		 * the ranks that need its data. */
-		c->ctl_lost = (struct rw_coll_lost){
-			.peer = dead, .err = lost, .coll = r->coll_no, .ms = rw_now_ms()};
+		 * comm while this rank still completes it, which can finish:
+		 * what it owed r it sent before (a send completes before a
+		 * close), and it owes no token (tokens come before a close,
+		 * and rw_coll_tokens_in skips a lost link).  A neighbour that
+		 * failed told us first (a notice comes before the close), and
+		 * its data links tell the ranks that need its data.  The next
+		 * collective cannot run without it. */
+		c->ctl_lost = (struct rw_coll_lost){.peer = dead, .err = lost, .coll = r->coll_no};
+	}
 	return c->error;
 }

@@ -57,7 +57,8 @@
 #define RW_COLL_CLOCK_POLLS 16u
 
 /** A registered little buffer for hellos, tokens and failure notices:
- *  received messages land at 0; a sender keeps a notice at 32, a mismatch
+ *  a hello lands at 0, an incoming link's k-th posted receive at k *
+ *  RW_COLL_CTL_MSG; a sender keeps a notice at 32, a mismatch
  *  notice at 96 and a token per send in flight from 160 (coll_ctl.c). */
 struct rw_coll_ctl {
 	uint8_t buf[RW_COLL_CTL_BYTES];
@@ -65,6 +66,13 @@ struct rw_coll_ctl {
 };
 
 #define RW_COLL_CTL_SENDS 8 /* control messages in flight per link */
+/* Receives kept posted per incoming control link, each with RW_COLL_CTL_MSG
+ * bytes of the ctl buffer: room for a token, a notice and a mismatch notice
+ * while the rank is idle (a neighbour that fails must find one posted). */
+#define RW_COLL_CTL_RECVS 4
+#define RW_COLL_CTL_MSG	  64
+static_assert(RW_COLL_CTL_RECVS * RW_COLL_CTL_MSG <= RW_COLL_CTL_BYTES,
+	      "the posted control receives fit the ctl buffer");
 
 /**
  * What every rank must agree on for one collective: 16 bytes, carried by
@@ -79,13 +87,12 @@ struct rw_coll_sig {
 };
 static_assert(sizeof(struct rw_coll_sig) == 16, "compact signature");
 
-/** A control link that failed: a failure only if the collective that saw
- *  it cannot finish (coll_ctl.c). */
+/** A control link that failed: the neighbour left or failed; a failure of
+ *  the next collective (coll_ctl.c). */
 struct rw_coll_lost {
 	int peer; /**< -1: none */
 	int err;
 	uint64_t coll; /**< the collective that saw it */
-	uint64_t ms;
 };
 
 /** One direction of one connection. */
@@ -101,7 +108,9 @@ struct rw_coll_link {
 	struct rw_net_req *sq[RW_COLL_CTL_SENDS];
 	unsigned sq_head, sq_n;
 	uint8_t notice_sent; /**< bit 0: a notice, bit 1: a mismatch notice */
-	/* incoming control links (patient: a receive is always posted) */
+	/* incoming control links (patient: RW_COLL_CTL_RECVS receives posted) */
+	struct rw_net_req *rq[RW_COLL_CTL_RECVS]; /**< message k lands at k * CTL_MSG */
+	unsigned rq_head, rq_n;
 	uint64_t tokens;	      /**< tokens received so far */
 	bool early;		      /**< a token for a collective not yet started here */
 	uint64_t early_coll;	      /**< its collective's number (rw_coll_req.coll_no) */
@@ -272,7 +281,7 @@ struct rw_coll_comm {
 	/** a failure notice from a later collective than the running one,
 	 *  held until that one starts (coll_ctl.c's struct notice) */
 	uint8_t held_notice[64];
-	uint64_t held_ms;   /**< when it came; 0: none held */
+	bool held;
 	unsigned ctl_polls; /**< rw_coll_ctl_progress calls (it looks every few) */
 	int error;	    /**< sticky */
 	int failed_rank;    /**< who failed, -1 if unknown */

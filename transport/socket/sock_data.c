@@ -519,7 +519,7 @@ static int check_stall(struct rw_sock_comm *c, struct rw_sock_req *r)
 	if (now < last || now - last < (uint64_t)c->timeout_ms)
 		return 0;
 	if (r->kind == RW_SOCK_REQ_RECV && c->patient && r->msgs_left == r->n &&
-	    c->d->rx.pos == c->d->rx.len)
+	    c->d->rx.cur != r && c->d->rx.pos == c->d->rx.len)
 		return 0; /* not a byte of it arrived yet: a patient receive waits */
 	if (r->kind == RW_SOCK_REQ_SEND)
 		return rw_sock_comm_fail(
