@@ -147,6 +147,15 @@ int conf_drive(struct op *ops, int n, int64_t limit_ms)
 	return 0;
 }
 
+void conf_delivered(struct op *ops, const void *sent, const void *got, size_t size)
+{
+	assert_int_equal(conf_drive(ops, 2, WAIT_MS), 0);
+	assert_int_equal(ops[0].rc, 0);
+	assert_int_equal(ops[1].rc, 0);
+	assert_int_equal(ops[1].sizes[0], size);
+	assert_memory_equal(sent, got, size);
+}
+
 /* --- setup ------------------------------------------------------------------ */
 
 static int setup(void **state)
@@ -184,11 +193,7 @@ void conf_one_message(struct pair *pr, size_t size, int tag)
 	rw_test_fill(sb.p, size, size + 1);
 	assert_int_equal(conf_recv1_post(pr->r, &rb, size, tag, &ops[1]), 0);
 	assert_int_equal(conf_send_post(pr->s, sb.p, size, tag, sb.mr, &ops[0]), 0);
-	assert_int_equal(conf_drive(ops, 2, WAIT_MS), 0);
-	assert_int_equal(ops[0].rc, 0);
-	assert_int_equal(ops[1].rc, 0);
-	assert_int_equal(ops[1].sizes[0], size);
-	assert_memory_equal(sb.p, rb.p, size);
+	conf_delivered(ops, sb.p, rb.p, size);
 	conf_buf_put(pr->s, &sb);
 	conf_buf_put(pr->r, &rb);
 }
@@ -352,11 +357,7 @@ static void small_zero_and_larger_buffer(void **state)
 	memset(rb.p, 0x5c, rb.len);
 	assert_int_equal(conf_recv1_post(pr.r, &rb, rb.len, 4, &ops[1]), 0);
 	assert_int_equal(conf_send_post(pr.s, sb.p, 1000, 4, sb.mr, &ops[0]), 0);
-	assert_int_equal(conf_drive(ops, 2, WAIT_MS), 0);
-	assert_int_equal(ops[0].rc, 0);
-	assert_int_equal(ops[1].rc, 0);
-	assert_int_equal(ops[1].sizes[0], 1000);
-	assert_memory_equal(sb.p, rb.p, 1000);
+	conf_delivered(ops, sb.p, rb.p, 1000);
 	for (size_t i = 1000; i < rb.len; i++)
 		assert_int_equal((unsigned char)rb.p[i], 0x5c);
 

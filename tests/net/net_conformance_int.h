@@ -73,6 +73,9 @@ int conf_drive(struct op *ops, int n, int64_t limit_ms);
 
 /* Parent only (cmocka asserts). */
 
+/** Drive a send (ops[0]) and the receive (ops[1]) that takes it to the end:
+ *  both succeed, and the size bytes at sent arrived whole at got. */
+void conf_delivered(struct op *ops, const void *sent, const void *got, size_t size);
 /** One message of size bytes from pr->s to pr->r, checked. */
 void conf_one_message(struct pair *pr, size_t size, int tag);
 /** Close both ends of pr. */
