@@ -603,6 +603,14 @@ int rw_coll_fail(struct rw_coll_req *r, int err, int peer, const char *what, int
 		if (c->error)
 			return c->error; /* the collectives differ, or a notice: logged */
 	}
+	if (peer != c->rank && is_connection_error(err) && c->held) {
+		/* a rank that finished r failed in the next collective, and
+		 * closed its links: its notice names the rank that failed */
+		memcpy(&n, c->held_notice, sizeof(n));
+		c->held = false;
+		accept_notice(c, r, &n);
+		return c->error;
+	}
 	if (peer != c->rank && is_connection_error(err)) {
 		/* A neighbour that closed its links because a third rank
 		 * failed has sent a notice first: give it a moment. */
