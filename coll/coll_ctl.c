@@ -216,11 +216,11 @@ static bool token_differs(const struct rw_coll_comm *c, const struct rw_coll_lin
  * token collective on the neighbour differs too), take it unchecked when
  * it is for a collective that finished here (a proven one: every rank ran
  * it), keep it when its collective has not started here and compare it
- * then.  With today's algorithms none comes early (a collective with
- * tokens ends only after its signature swap with both neighbours, which
- * then run it too), nor for a tokenless r (the swap never ends against
- * one); a peer's message may still say anything, and an early token is
- * never counted unchecked.  1: they differ (*n says so). */
+ * then.  That happens: a ring collective of nothing (count 0) ends on the
+ * tokens alone, so a neighbour that had ours runs the next one and sends
+ * its token while this rank still waits for its other neighbour's
+ * (test_coll_ring's count-0 cases).  One at most: finishing that next one
+ * takes this rank's token for it.  1: they differ (*n says so). */
 static int token_in(struct rw_coll_comm *c, const struct rw_coll_req *r, struct rw_coll_link *l,
 		    const struct token *t, struct notice *n)
 {

@@ -529,8 +529,7 @@ static void mismatched_collectives_fail_everywhere_rd_direct(void **state)
  * The latency algorithms send no token, so their messages alone must catch
  * a difference, even with no data: count 0 (a message of the signature
  * alone) against 8 elements, either way round, at 3 and 4 ranks over
- * socket and shm.  (A ring collective with tokens cannot end against them:
- * its signature swap with both neighbours waits first.)
+ * socket and shm (under auto, count 0 runs the latency algorithms too).
  */
 static void tokenless_collectives_of_nothing_are_checked(void **state)
 {
