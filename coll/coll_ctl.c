@@ -86,11 +86,11 @@ static_assert(TOKEN_OFF + RW_COLL_CTL_SENDS * sizeof(struct token) <= RW_COLL_CT
 
 struct notice {
 	uint32_t magic;
-	int32_t failed;			 /* the rank that failed */
-	int32_t reporter;		 /* the rank that saw it */
-	int32_t err;			 /* -errno the reporter saw */
-	uint32_t flags;			 /* NOTICE_* */
-	uint32_t coll;			 /* low bits of the collective the reporter ran; 0: none */
+	int32_t failed;	  /* the rank that failed */
+	int32_t reporter; /* the rank that saw it */
+	int32_t err;	  /* -errno the reporter saw */
+	uint32_t flags;	  /* NOTICE_* */
+	uint32_t coll;	  /* with NOTICE_NUMBERED: the reporter's collective (low bits) */
 	struct rw_coll_sig sig_failed;	 /* with NOTICE_MISMATCH */
 	struct rw_coll_sig sig_reporter; /* what the reporter was running */
 };
@@ -236,11 +236,12 @@ static int token_in(struct rw_coll_comm *c, const struct rw_coll_req *r, struct 
 }
 
 /*
- * Take what arrived on the incoming control links: tokens are counted (and
- * the signature of r's own token compared with r's, when r is not NULL), a
- * receive stays posted while one is due.  1: a notice arrived (in
- * *n; a token of another collective arrives as a mismatch notice); 2: a
- * link failed (*dead = its peer, *err = the error); 0: nothing new.
+ * Take what arrived on the incoming control links and keep their receives
+ * posted: tokens are counted (and compared with r, token_in()); with no r
+ * (quiesce) the links are looked at only while a token is due.  1: a
+ * notice arrived (in *n; a token of another collective arrives as a
+ * mismatch notice); 2: a link failed (*dead = its peer, *err = the
+ * error); 0: nothing new.
  */
 static int ctl_poll(struct rw_coll_comm *c, const struct rw_coll_req *r, struct notice *n,
 		    int *dead, int *err)
