@@ -403,7 +403,7 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 	uint64_t seen, idle_since = 0;
 	unsigned idle_polls = 0;
 	bool spin = spin_allowed(c); /* this wait spins first */
-	bool spinning = spin, counted = false;
+	bool counted = false;	     /* its spin ran out: it yields now */
 	int done = 0, rc;
 
 	rc = rw_coll_start(c, a, &r);
@@ -427,7 +427,7 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 			seen = c->moves;
 			idle_since = 0;
 			idle_polls = 0;
-			spin = spinning = spin_allowed(c);
+			spin = spin_allowed(c);
 			counted = false;
 			continue;
 		}
@@ -440,7 +440,7 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 		 * long wait costs the CPU little and is noticed late by at
 		 * most about a tenth. */
 		if (++idle_polls % RW_COLL_CLOCK_POLLS) {
-			if (spinning)
+			if (spin && !counted)
 				cpu_pause();
 			else
 				sched_yield();
@@ -454,8 +454,7 @@ int rw_coll_run(struct rw_coll_comm *c, const struct rw_coll_args *a)
 			spin_count(c, true, now);
 			counted = true;
 		}
-		spinning = spin && idle < RW_COLL_SPIN_NS;
-		if (spinning)
+		if (spin && !counted)
 			cpu_pause();
 		else if (idle < RW_COLL_YIELD_NS)
 			sched_yield();
