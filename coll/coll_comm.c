@@ -121,8 +121,30 @@ void rw_coll_comm_settings(const struct rw_coll_comm *c, struct rw_coll_settings
 		.algo = c->algo,
 		.nchannels = c->nchannels,
 		.chunk_bytes = c->chunk_bytes,
+		.dev_chunk_bytes = c->dev_chunk_bytes,
 		.timeout_ms = c->timeout_ms,
 	};
+}
+
+/*
+ * The device chunk.  Between ranks of one host a device collective's chunks
+ * go by CUDA IPC, and each chunk costs a hand-off of device work polled from
+ * the host (a copy or kernel, its event, the message): at 4 MiB those
+ * hand-offs, not the copies, set the pace.  Measured on an H200, 2 ranks
+ * sharing it under MPS (ringway-perf --local 2 --mem device, busbw GB/s
+ * at 16 / 64 / 256 MiB): 4 channels x 4 MiB 34 / 118 / 133, 2 x 16 MiB
+ * 111 / 270 / 299, 4 x 16 MiB 59 / 234 / 310, 1 x 16 MiB 134 / 211 / 255,
+ * 2 x 64 MiB 109 / 272 / 157.  Other links stage device buffers through
+ * host memory (or move them at a network's pace) at chunk_bytes.
+ */
+static void dev_chunk_set(struct rw_coll_comm *c, const struct rw_config *cfg)
+{
+	bool dev_set = cfg->set[RW_PARAM_ID_dev_chunk_bytes];
+
+	if (!c->links_shm || (c->chunk_set && !dev_set))
+		return;
+	c->dev_chunk_bytes = (RW_MAX(cfg->dev_chunk_bytes, (size_t)4096) + 63) & ~(size_t)63;
+	c->dev_chunk_set = dev_set;
 }
 
 /* --- links and staging -------------------------------------------------------- */
@@ -194,16 +216,21 @@ static void stage_free(struct rw_coll_comm *c, struct rw_coll_stage *s, int send
 		rw_net_dereg_mr(rc, s->mr_recv);
 	if (s->out_mr && sc)
 		rw_net_dereg_mr(sc, s->out_mr);
+	rw_coll_stage_device_free(s); /* its stream's copies into host slots end first */
 	free(s->buf);
-	rw_coll_stage_device_free(s);
+	if (s->wide) {
+		stage_free(c, s->wide, send_link, recv_link);
+		free(s->wide);
+	}
 	memset(s, 0, sizeof(*s));
 }
 
-/* Staging of NSLOTS slots, registered on the given links (-1: none). */
-static int stage_alloc(struct rw_coll_comm *c, struct rw_coll_stage *s, int send_link,
-		       int recv_link)
+/* Staging of NSLOTS slots of stride bytes, registered on the given links
+ * (-1: none). */
+static int stage_alloc(struct rw_coll_comm *c, struct rw_coll_stage *s, size_t stride,
+		       int send_link, int recv_link)
 {
-	size_t bytes = RW_COLL_NSLOTS * c->chunk_bytes;
+	size_t bytes = RW_COLL_NSLOTS * stride;
 	int rc;
 
 	/* aligned_alloc wants a multiple of the alignment: a chunk need only be
@@ -211,6 +238,7 @@ static int stage_alloc(struct rw_coll_comm *c, struct rw_coll_stage *s, int send
 	s->buf = aligned_alloc(4096, (bytes + 4095) & ~(size_t)4095);
 	if (!s->buf)
 		return -ENOMEM;
+	s->buf_bytes = bytes;
 	if (send_link >= 0) {
 		rc = rw_net_reg_mr(c->links[send_link].comm, s->buf, bytes, RW_PTR_HOST,
 				   &s->mr_send);
@@ -230,6 +258,24 @@ err_free:
 	return rc;
 }
 
+int rw_coll_stage_wide(struct rw_coll_comm *c, int ch)
+{
+	struct rw_coll_stage *s = &c->stage[ch];
+	int rc;
+
+	if (s->wide || RW_COLL_NSLOTS * c->dev_chunk_bytes <= s->buf_bytes)
+		return 0;
+	s->wide = calloc(1, sizeof(*s->wide));
+	if (!s->wide)
+		return -ENOMEM;
+	rc = stage_alloc(c, s->wide, c->dev_chunk_bytes, rw_link_send(ch), rw_link_recv(ch));
+	if (rc) {
+		free(s->wide);
+		s->wide = NULL;
+	}
+	return rc;
+}
+
 int rw_coll_stage_ps(struct rw_coll_comm *c)
 {
 	int rc;
@@ -240,7 +286,7 @@ int rw_coll_stage_ps(struct rw_coll_comm *c)
 	if (!c->ps_stage)
 		return -ENOMEM;
 	for (int i = 0; i < c->nps; i++) {
-		rc = stage_alloc(c, &c->ps_stage[i], -1, c->ps_first + 2 * i + 1);
+		rc = stage_alloc(c, &c->ps_stage[i], c->chunk_bytes, -1, c->ps_first + 2 * i + 1);
 		if (rc) {
 			while (i-- > 0)
 				stage_free(c, &c->ps_stage[i], -1, c->ps_first + 2 * i + 1);
@@ -315,6 +361,8 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	c->p2p_first = -1;
 	c->chunk_bytes = RW_MAX(a->cfg->chunk_bytes, (size_t)4096);
 	c->chunk_bytes = (c->chunk_bytes + 63) & ~(size_t)63;
+	c->dev_chunk_bytes = c->chunk_bytes; /* one rank; links other than shm */
+	c->dev_chunk_set = c->chunk_set;
 	c->timeout_ms = (int)a->cfg->timeout_ms;
 	c->failed_rank = -1;
 	c->ctl_lost.peer = -1;
@@ -347,6 +395,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	 * neighbours, which may be on the host while others are not. */
 	c->links_shm = rw_coll_links_on_shm(c) && (c->nranks == 2 || c->np2p == c->nranks - 1);
 	c->spin = c->links_shm && ranks_fit_cores(c->nranks);
+	dev_chunk_set(c, a->cfg);
 	rc = rw_coll_win_setup(c);
 	if (rc)
 		goto err_close;
@@ -356,15 +405,16 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 		goto err_close;
 	}
 	for (int ch = 0; ch < c->nchannels; ch++) {
-		rc = stage_alloc(c, &c->stage[ch], rw_link_send(ch), rw_link_recv(ch));
+		rc = stage_alloc(c, &c->stage[ch], c->chunk_bytes, rw_link_send(ch),
+				 rw_link_recv(ch));
 		if (rc)
 			goto err_close;
 	}
 	RW_INFO(RW_LOG_INIT | RW_LOG_COLL,
 		"coll: rank %d of %d: %d channel(s), next rank %d at %s, ring position %d, "
-		"chunk %zu bytes, %s",
+		"chunk %zu bytes (device buffers %zu), %s",
 		c->rank, c->nranks, c->nchannels, next_rank(c), c->names[next_rank(c)], c->pos,
-		c->chunk_bytes, rw_coll_algo_name(c->algo));
+		c->chunk_bytes, c->dev_chunk_bytes, rw_coll_algo_name(c->algo));
 	if (c->algo == RW_COLL_ALGO_DIRECT && c->nranks > RW_COLL_DIRECT_MAX)
 		RW_INFO(RW_LOG_INIT | RW_LOG_COLL,
 			"coll: RINGWAY_ALGO=direct: %d ranks are more than %d (a link to every "

@@ -17,8 +17,9 @@
 
 #define HELLO_MAGIC 0x4c485752u /* "RWHL" */
 /* 2: signatures (first data message, tokens, notices); 3: tokens and
- * notices carry the collective's number, patient control links */
-#define HELLO_VERSION 3
+ * notices carry the collective's number, patient control links; 4: the
+ * signature flags device buffers on one host, whose chunks differ */
+#define HELLO_VERSION 4
 
 struct hello {
 	uint32_t magic;

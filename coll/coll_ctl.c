@@ -471,7 +471,7 @@ static bool as_mismatch(const struct rw_coll_comm *c, const struct rw_coll_req *
 	}
 	/* the reporter's signature says what it ran in its collective,
 	 * which is r only if the numbers agree */
-	if (!r || !in->sig_reporter.valid || !(in->flags & NOTICE_NUMBERED) ||
+	if (!r || !(in->sig_reporter.flags & RW_COLL_SIG_VALID) || !(in->flags & NOTICE_NUMBERED) ||
 	    in->coll != (uint32_t)r->coll_no || rw_coll_sig_same(&in->sig_reporter, &r->sig))
 		return false;
 	*out = (struct notice){.magic = NOTICE_MAGIC,

@@ -80,8 +80,15 @@ static_assert(RW_COLL_CTL_RECVS * RW_COLL_CTL_MSG <= RW_COLL_CTL_BYTES,
  * (no extra message) and by failure notices.  Fields a kind ignores are
  * normalised (op of allgather/broadcast, root of all but broadcast).
  */
+/** rw_coll_sig's flags */
+enum {
+	RW_COLL_SIG_VALID = 1u << 0,  /**< a collective (0: nothing) */
+	RW_COLL_SIG_DEVICE = 1u << 1, /**< device buffers where that changes the
+				       *  ring's plan (one host: tune.c) */
+};
+
 struct rw_coll_sig {
-	uint8_t kind, dtype, op, valid;
+	uint8_t kind, dtype, op, flags;
 	int32_t root;
 	uint64_t count;
 };
@@ -127,7 +134,8 @@ struct rw_coll_link {
  *  always (coll_comm.c); the device part at the first device collective
  *  (coll_mem.c). */
 struct rw_coll_stage {
-	char *buf;		   /**< NSLOTS * stride bytes */
+	char *buf;		   /**< NSLOTS slots of chunk_bytes */
+	size_t buf_bytes;	   /**< bytes of buf */
 	struct rw_net_mr *mr_send; /**< buf on the send link */
 	struct rw_net_mr *mr_recv; /**< buf on the recv link */
 	/* device collectives only, allocated at the first one */
@@ -141,6 +149,10 @@ struct rw_coll_stage {
 	struct rw_net_mr *dmr_recv; /**< dev's slots on the recv link */
 	struct rw_coll_comm *comm;  /**< to find the links when freeing */
 	int ch;
+	/** host slots of device collectives when a side stages through host
+	 *  memory and dev_chunk_bytes slots do not fit buf (its buf, mr_send,
+	 *  mr_recv; rw_coll_stage_wide), else NULL: buf serves */
+	struct rw_coll_stage *wide;
 };
 
 struct rw_coll_mr {
@@ -249,7 +261,11 @@ struct rw_coll_comm {
 	int *order; /**< nranks: the user rank at each ring position */
 	int nchannels;
 	enum rw_coll_algo algo;
-	size_t chunk_bytes; /**< stride of a staging slot */
+	size_t chunk_bytes; /**< stride of a host staging slot */
+	/** stride of a device staging slot, and the largest chunk of a device
+	 *  collective: RINGWAY_DEV_CHUNK_BYTES where links_shm (CUDA IPC),
+	 *  else chunk_bytes (coll_comm.c) */
+	size_t dev_chunk_bytes;
 	int timeout_ms;
 	char (*names)[64]; /**< per rank, for messages */
 	struct rw_coll_link *links;
@@ -265,6 +281,8 @@ struct rw_coll_comm {
 	size_t win_half;		/**< bytes of a window's half; 0: no windows */
 	uint64_t win_seq;		/**< collectives moved through the windows */
 	bool nch_set, chunk_set;	/**< RINGWAY_NCHANNELS / _CHUNK_BYTES given */
+	bool dev_chunk_set;		/**< a device chunk was given: RINGWAY_DEV_CHUNK_BYTES,
+					 *  or RINGWAY_CHUNK_BYTES where links_shm */
 	bool links_shm;			/**< all ranks reach each other through shm,
 					 *  alike on every rank (coll_comm.c; tune.c) */
 	bool spin;			/**< links_shm and the ranks fit the cores
@@ -439,8 +457,10 @@ static inline struct rw_net_mr *rw_coll_mr_on(const struct rw_coll_mr *mr, int l
 /** Host or device, for a pair of user buffers; -EINVAL when mixed. */
 int rw_coll_mem_classify(const void *a, const void *b, enum rw_coll_mem *out);
 
-/** Make sure channel staging for device collectives exists. */
-int rw_coll_stage_device(struct rw_coll_comm *c);
+/** Make sure channel staging for device collectives exists on channels
+ *  0 .. nch-1 (device memory: 2 * NSLOTS * dev_chunk_bytes per channel,
+ *  allocated at the first device collective that uses the channel). */
+int rw_coll_stage_device(struct rw_coll_comm *c, int nch);
 /** Free a stage's device part (its out_mr is already deregistered). */
 void rw_coll_stage_device_free(struct rw_coll_stage *s);
 
@@ -461,10 +481,16 @@ void rw_coll_act_fini(struct rw_coll_req *r);
 int rw_coll_fold(const struct rw_coll_req *r, void *dst, const void *local, const void *slot,
 		 size_t count, bool final);
 
-/* Device collectives: a channel's slot in device memory, in host memory,
- * and out slot k (where a local chunk is staged for sending). */
+/* Device collectives: a channel's slot in device memory and in host
+ * memory (both at the stride dev_chunk_bytes). */
 char *rw_coll_dslot(const struct rw_coll_comm *c, int ch, int slot);
 char *rw_coll_hslot(const struct rw_coll_comm *c, int ch, int slot);
+/** The host slots of device collectives on channel ch (their stride is
+ *  dev_chunk_bytes): buf, or the wide staging this makes when buf is too
+ *  small (coll_comm.c). */
+int rw_coll_stage_wide(struct rw_coll_comm *c, int ch);
+/** Where device collectives on channel ch stage through host memory. */
+const struct rw_coll_stage *rw_coll_hstage(const struct rw_coll_comm *c, int ch);
 
 /**
  * A received chunk of a device collective, in slot (device staging when

@@ -113,7 +113,7 @@ static bool link_cuda(const struct rw_coll_comm *c, int l)
 
 static int stage_device_one(struct rw_coll_comm *c, int ch)
 {
-	size_t slots = RW_COLL_NSLOTS * c->chunk_bytes;
+	size_t slots = RW_COLL_NSLOTS * c->dev_chunk_bytes;
 	struct rw_coll_stage *s = &c->stage[ch];
 	struct rw_net_comm *send = c->links[rw_link_send(ch)].comm;
 	struct rw_net_comm *recv = c->links[rw_link_recv(ch)].comm;
@@ -143,6 +143,9 @@ static int stage_device_one(struct rw_coll_comm *c, int ch)
 		if (!rc)
 			rc = rw_net_reg_mr(send, s->out, slots, RW_PTR_HOST, &s->out_mr);
 	}
+	/* a side through host memory receives or forwards in the host slots */
+	if (!rc && (!s->recv_dev || !s->send_dev))
+		rc = rw_coll_stage_wide(c, ch);
 	RW_INFO(RW_LOG_COLL,
 		"coll: rank %d: channel %d: device collectives receive into %s staging, send "
 		"from %s staging",
@@ -150,11 +153,11 @@ static int stage_device_one(struct rw_coll_comm *c, int ch)
 	return rc;
 }
 
-int rw_coll_stage_device(struct rw_coll_comm *c)
+int rw_coll_stage_device(struct rw_coll_comm *c, int nch)
 {
 	int rc;
 
-	for (int ch = 0; ch < c->nchannels; ch++) {
+	for (int ch = 0; ch < nch; ch++) {
 		struct rw_coll_stage *s = &c->stage[ch];
 
 		if (s->dev)
@@ -168,7 +171,7 @@ int rw_coll_stage_device(struct rw_coll_comm *c)
 		}
 	}
 	c->stats.dev_collectives++;
-	for (int ch = 0; ch < c->nchannels; ch++)
+	for (int ch = 0; ch < nch; ch++)
 		if (c->stage[ch].recv_dev && c->stage[ch].send_dev)
 			c->stats.dev_channels++;
 	return 0;
@@ -176,12 +179,17 @@ int rw_coll_stage_device(struct rw_coll_comm *c)
 
 char *rw_coll_dslot(const struct rw_coll_comm *c, int ch, int slot)
 {
-	return c->stage[ch].dev + (size_t)slot * c->chunk_bytes;
+	return c->stage[ch].dev + (size_t)slot * c->dev_chunk_bytes;
+}
+
+const struct rw_coll_stage *rw_coll_hstage(const struct rw_coll_comm *c, int ch)
+{
+	return c->stage[ch].wide ? c->stage[ch].wide : &c->stage[ch];
 }
 
 char *rw_coll_hslot(const struct rw_coll_comm *c, int ch, int slot)
 {
-	return c->stage[ch].buf + (size_t)slot * c->chunk_bytes;
+	return rw_coll_hstage(c, ch)->buf + (size_t)slot * c->dev_chunk_bytes;
 }
 
 /* --- copies and reductions, counted ---------------------------------------------- */
@@ -276,7 +284,7 @@ int rw_coll_dev_stage_send(struct rw_coll_req *r, int ch, int k, const void *src
 	struct rw_coll_comm *c = r->comm;
 	struct rw_coll_stage *s = &c->stage[ch];
 	char *dst = s->send_dev ? rw_coll_dslot(c, ch, RW_COLL_NSLOTS + k)
-				: s->out + (size_t)k * c->chunk_bytes;
+				: s->out + (size_t)k * c->dev_chunk_bytes;
 	int rc = copy_async(c, dst, src, bytes, !s->send_dev, s->stream);
 
 	if (!rc)

@@ -96,7 +96,7 @@ struct rw_coll_sig rw_coll_sig_of(const struct rw_coll_args *a)
 		.kind = (uint8_t)a->kind,
 		.dtype = (uint8_t)a->dtype,
 		.op = reduces(a->kind) ? (uint8_t)a->op : UINT8_MAX,
-		.valid = 1,
+		.flags = RW_COLL_SIG_VALID,
 		.root = a->kind == RW_COLL_BROADCAST ? a->root : -1,
 		.count = a->count,
 	};
@@ -105,26 +105,27 @@ struct rw_coll_sig rw_coll_sig_of(const struct rw_coll_args *a)
 bool rw_coll_sig_same(const struct rw_coll_sig *a, const struct rw_coll_sig *b)
 {
 	return a->kind == b->kind && a->dtype == b->dtype && a->op == b->op && a->root == b->root &&
-	       a->count == b->count;
+	       a->count == b->count && a->flags == b->flags;
 }
 
 const char *rw_coll_sig_str(const struct rw_coll_sig *s, char *buf, size_t len)
 {
 	const char *dt =
 		s->dtype < RW_DTYPE_COUNT ? rw_dtype_name((enum rw_dtype)s->dtype) : "invalid";
+	const char *dev = s->flags & RW_COLL_SIG_DEVICE ? ", device buffers" : "";
 
-	if (!s->valid)
+	if (!(s->flags & RW_COLL_SIG_VALID))
 		snprintf(buf, len, "nothing");
 	else if (s->kind == RW_COLL_BROADCAST)
-		snprintf(buf, len, "%s(count=%llu, %s, root=%d)", rw_coll_kind_name(s->kind),
-			 (unsigned long long)s->count, dt, (int)s->root);
+		snprintf(buf, len, "%s(count=%llu, %s, root=%d%s)", rw_coll_kind_name(s->kind),
+			 (unsigned long long)s->count, dt, (int)s->root, dev);
 	else if (s->op == UINT8_MAX)
-		snprintf(buf, len, "%s(count=%llu, %s)", rw_coll_kind_name(s->kind),
-			 (unsigned long long)s->count, dt);
+		snprintf(buf, len, "%s(count=%llu, %s%s)", rw_coll_kind_name(s->kind),
+			 (unsigned long long)s->count, dt, dev);
 	else
-		snprintf(buf, len, "%s(count=%llu, %s, %s)", rw_coll_kind_name(s->kind),
+		snprintf(buf, len, "%s(count=%llu, %s, %s%s)", rw_coll_kind_name(s->kind),
 			 (unsigned long long)s->count, dt,
-			 s->op < RW_OP_COUNT ? rw_op_name((enum rw_op)s->op) : "invalid");
+			 s->op < RW_OP_COUNT ? rw_op_name((enum rw_op)s->op) : "invalid", dev);
 	return buf;
 }
 
@@ -296,6 +297,11 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 				  &r->mem);
 	if (rc)
 		goto err_free;
+	/* one host's device collectives cut the buffer otherwise (tune.c): a
+	 * rank with host buffers against one with device buffers must be
+	 * told, not left to truncated messages and timeouts */
+	if (r->mem == RW_COLL_MEM_DEVICE && c->links_shm)
+		r->sig.flags |= RW_COLL_SIG_DEVICE;
 	rw_coll_choose(c, a->kind, a->count, a->dtype, r->mem == RW_COLL_MEM_DEVICE, &choice);
 	r->nch = choice.nchannels;
 	r->chunk_bytes = choice.chunk_bytes;
@@ -318,7 +324,7 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 		RW_INFO(RW_LOG_COLL, "coll: RINGWAY_ALGO=%s is host memory only; ring used",
 			rw_coll_algo_name(c->algo));
 	if (c->nranks > 1 && r->mem == RW_COLL_MEM_DEVICE) {
-		rc = rw_coll_stage_device(c);
+		rc = rw_coll_stage_device(c, r->nch);
 		if (rc)
 			goto err_free;
 	}

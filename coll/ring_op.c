@@ -186,9 +186,23 @@ static char *at(const void *base, size_t elem, size_t bias, size_t es)
 	return (char *)base + (elem - bias) * es;
 }
 
-static char *slot_ptr(const struct rw_coll_comm *c, int ch, int slot)
+/* Host slot of channel ch: a device collective's staging through host
+ * memory has its own stride (rw_coll_hslot). */
+static char *slot_ptr(const struct rw_coll_req *r, int ch, int slot)
 {
+	const struct rw_coll_comm *c = r->comm;
+
+	if (r->mem == RW_COLL_MEM_DEVICE)
+		return rw_coll_hslot(c, ch, slot);
 	return c->stage[ch].buf + (size_t)slot * c->chunk_bytes;
+}
+
+/* Where r's host slots of channel ch are registered (mr_send, mr_recv). */
+static const struct rw_coll_stage *hstage(const struct rw_coll_req *r, int ch)
+{
+	if (r->mem == RW_COLL_MEM_DEVICE)
+		return rw_coll_hstage(r->comm, ch);
+	return &r->comm->stage[ch];
 }
 
 static int prev_rank(const struct rw_coll_comm *c)
@@ -314,8 +328,8 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			if (!cs->nfree)
 				break;
 			slot = cs->free_slots[cs->nfree - 1];
-			data = slot_ptr(c, ch, slot);
-			mr = sg->mr_recv;
+			data = slot_ptr(r, ch, slot);
+			mr = hstage(r, ch)->mr_recv;
 			if (r->mem == RW_COLL_MEM_DEVICE && sg->recv_dev) {
 				data = rw_coll_dslot(c, ch, slot);
 				mr = sg->dmr_recv;
@@ -352,9 +366,8 @@ static void free_slot(struct ring_chan *cs, int slot)
  */
 static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, struct pend_recv *p)
 {
-	struct rw_coll_comm *c = r->comm;
 	struct ring_chan *cs = &state_of(r)->ch[ch];
-	char *sp = p->slot >= 0 ? slot_ptr(c, ch, p->slot) : NULL;
+	char *sp = p->slot >= 0 ? slot_ptr(r, ch, p->slot) : NULL;
 	const void *local = NULL;
 	char *out = NULL;
 
@@ -557,8 +570,8 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 						c->rank, m.step, m.chunk);
 					return -EPROTO;
 				}
-				data = slot_ptr(c, ch, h->slot);
-				mr = sg->mr_send;
+				data = slot_ptr(r, ch, h->slot);
+				mr = hstage(r, ch)->mr_send;
 				if (h->dev) {
 					data = rw_coll_dslot(c, ch, h->slot);
 					mr = sg->dmr_send;

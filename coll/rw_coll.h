@@ -114,6 +114,7 @@ struct rw_coll_settings {
 	enum rw_coll_algo algo;
 	int nchannels;
 	size_t chunk_bytes;
+	size_t dev_chunk_bytes; /**< device collectives' largest chunk */
 	int timeout_ms;
 };
 void rw_coll_comm_settings(const struct rw_coll_comm *c, struct rw_coll_settings *out);

@@ -121,6 +121,20 @@ static const struct ring_row ring_shm[] = {
 	{INT_MAX, SIZE_MAX, 4, 4 << 20},
 };
 
+/*
+ * Device buffers between ranks of one host (CUDA IPC, every chunk on the
+ * device): a chunk is a hand-off of device work polled from the host, so
+ * chunks are 16 MiB (at most dev_chunk_bytes) and channels few.  Measured
+ * on an H200, 2 ranks sharing it under MPS, busbw GB/s (coll_comm.c has
+ * the whole sweep): 16 MiB 1 x 16M 134 vs 2 x 16M 111 (4 x 4M, the host
+ * table, 34); 64 MiB 2 x 16M 270 vs 1 x 16M 211 and 4 x 16M 234; 256 MiB
+ * 2 x 16M 299 vs 4 x 16M 310 (within the spread, at half the staging).
+ */
+static const struct ring_row ring_dev_shm[] = {
+	{INT_MAX, 16 << 20, 1, 16 << 20},
+	{INT_MAX, SIZE_MAX, 2, 16 << 20},
+};
+
 bool rw_coll_links_on_shm(const struct rw_coll_comm *c)
 {
 	bool any = false;
@@ -173,6 +187,12 @@ void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t
 	size_t bytes = buffer_bytes(c, kind, count, rw_dtype_size(dtype));
 	enum rw_coll_algo algo = c->algo;
 	const struct ring_row *row = c->links_shm ? ring_shm : ring_net;
+	/* device collectives' slots are dev_chunk_bytes apart */
+	size_t chunk_max = device ? c->dev_chunk_bytes : c->chunk_bytes;
+	bool chunk_set = device ? c->dev_chunk_set : c->chunk_set;
+
+	if (device && c->links_shm)
+		row = ring_dev_shm;
 
 	/* the other algorithms are allreduce on host memory over their links */
 	if (kind != RW_COLL_ALLREDUCE || device || c->nranks < 2)
@@ -188,8 +208,7 @@ void rw_coll_choose(const struct rw_coll_comm *c, enum rw_coll_kind kind, size_t
 	*out = (struct rw_coll_choice){
 		.algo = algo,
 		.nchannels = c->nch_set ? c->nchannels : RW_MIN(row->nchannels, c->nchannels),
-		.chunk_bytes =
-			c->chunk_set ? c->chunk_bytes : RW_MIN(row->chunk_bytes, c->chunk_bytes),
+		.chunk_bytes = chunk_set ? chunk_max : RW_MIN(row->chunk_bytes, chunk_max),
 	};
 	if (algo == RW_COLL_ALGO_RD || algo == RW_COLL_ALGO_DIRECT) {
 		out->nchannels = 1; /* one message per peer, the whole buffer */

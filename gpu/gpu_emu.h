@@ -52,6 +52,7 @@ struct rw_emu {
 	int ndevices;
 	unsigned int flags;
 	unsigned int delay_us;
+	bool ipc_refused; /* rw_gpu_emu_set_ipc_refused */
 	char busid[RW_GPU_EMU_MAX_DEVICES][RW_GPU_EMU_BUSID_LEN];
 	pid_t pid; /* of this process (reset after fork) */
 	uint64_t next_id;

@@ -39,6 +39,8 @@ int rw_emu_ipc_export(const void *ptr, size_t size, struct rw_cuda_ipc_handle *h
 	struct rw_emu_region *r;
 	int rc = 0;
 
+	if (__atomic_load_n(&rw_emu_g.ipc_refused, __ATOMIC_RELAXED))
+		return -ENOTSUP;
 	memset(&e, 0, sizeof(e));
 	pthread_mutex_lock(&rw_emu_g.lock);
 	r = ptr ? rw_emu_region_find(ptr) : NULL;

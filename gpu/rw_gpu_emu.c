@@ -129,6 +129,11 @@ void rw_gpu_emu_set_delay_us(unsigned int us)
 	__atomic_store_n(&rw_emu_g.delay_us, us, __ATOMIC_RELAXED);
 }
 
+void rw_gpu_emu_set_ipc_refused(bool refused)
+{
+	__atomic_store_n(&rw_emu_g.ipc_refused, refused, __ATOMIC_RELAXED);
+}
+
 static uint64_t load(const uint64_t *v)
 {
 	return __atomic_load_n(v, __ATOMIC_RELAXED);

@@ -85,6 +85,13 @@ int rw_gpu_emu_set_busid(int dev, const char *busid);
  */
 void rw_gpu_emu_set_delay_us(unsigned int us);
 
+/**
+ * Refuse (true) or allow (false, the default) CUDA IPC exports from now on,
+ * as a driver or container that forbids them does: rw_cuda_ipc_export()
+ * answers -ENOTSUP, so a transport moves device buffers through host memory.
+ */
+void rw_gpu_emu_set_ipc_refused(bool refused);
+
 /** What the emulator did in this process (counters since enable). */
 struct rw_gpu_emu_stats {
 	uint64_t copies_h2d, bytes_h2d; /* host (or pinned) -> device */

@@ -12,7 +12,9 @@
  *    same count, dtype, op and root; a communicator is used by one thread at
  *    a time.
  *  - Buffers may be host memory or CUDA device memory (sendbuf and recvbuf
- *    both of one kind).  Device memory is staged through host memory and
+ *    both of one kind, and the same kind on every rank).  Device memory
+ *    moves by CUDA IPC between ranks of one host, elsewhere through host
+ *    staging unless the network reaches device memory itself, and is
  *    reduced by ringway's CUDA kernels on the calling thread's current
  *    device.
  *  - Out of place (sendbuf != recvbuf) and in place work for every

@@ -33,6 +33,14 @@ static bool emu_on;
 struct expect {
 	bool device_staging; /* shm: zero host copies, every channel on the device */
 	unsigned delay_us;   /* emulated stream delay */
+	bool ipc_refused;    /* the emulated driver refuses CUDA IPC */
+	size_t dev_chunk;    /* the comm's device chunk (0: not checked) */
+};
+
+/* What the device collectives of a sweep did, as the emulator saw it. */
+struct tally {
+	uint64_t xfer, blocked; /* host<->device copies; blocking calls */
+	uint64_t nch;		/* channels the engine chose, summed */
 };
 
 static void *xmalloc(size_t n)
@@ -74,11 +82,13 @@ static int report(int rank, const char *what, size_t count, enum rw_dtype dt, en
 
 /* Run one collective on device copies of hsend (sbytes) into a device
  * buffer of rbytes, read back into hrecv.  The emulator's host<->device
- * copies and blocking calls during the collective go to *xfer, *blocked. */
+ * copies and blocking calls during the collective, and the channels the
+ * engine chose, go to t. */
 static int run_dev(struct rw_coll_comm *c, struct rw_coll_args *a, const void *hsend, size_t sbytes,
-		   void *hrecv, size_t rbytes, bool inplace, uint64_t *xfer, uint64_t *blocked)
+		   void *hrecv, size_t rbytes, bool inplace, struct tally *t)
 {
 	struct rw_gpu_emu_stats s0, s1;
+	struct rw_coll_choice ch;
 	void *dr = dalloc(rbytes), *ds = NULL;
 	int rc;
 
@@ -96,12 +106,15 @@ static int run_dev(struct rw_coll_comm *c, struct rw_coll_args *a, const void *h
 	rc = hsend ? up(ds, hsend, sbytes) : 0;
 	a->recvbuf = dr;
 	a->sendbuf = hsend ? ds : NULL;
+	rw_coll_choose(c, a->kind, a->count, a->dtype, true, &ch);
+	if (rbytes) /* a collective of nothing has no device buffer */
+		t->nch += (uint64_t)ch.nchannels;
 	rw_gpu_emu_stats(&s0);
 	if (!rc)
 		rc = rw_coll_run(c, a);
 	rw_gpu_emu_stats(&s1);
-	*xfer += (s1.copies_h2d - s0.copies_h2d) + (s1.copies_d2h - s0.copies_d2h);
-	*blocked += s1.blocking_thread - s0.blocking_thread;
+	t->xfer += (s1.copies_h2d - s0.copies_h2d) + (s1.copies_d2h - s0.copies_d2h);
+	t->blocked += s1.blocking_thread - s0.blocking_thread;
 	if (!rc && rbytes)
 		rc = rw_cuda_memcpy(hrecv, dr, rbytes);
 	if (!inplace)
@@ -109,10 +122,6 @@ static int run_dev(struct rw_coll_comm *c, struct rw_coll_args *a, const void *h
 	rw_cuda_free(dr);
 	return rc;
 }
-
-struct tally {
-	uint64_t xfer, blocked;
-};
 
 static int allreduce(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
 		     enum rw_op op, bool inplace, uint64_t seed, struct tally *t)
@@ -125,7 +134,7 @@ static int allreduce(struct rw_coll_comm *c, int rank, int p, size_t count, enum
 	coll_fill(src, count, dt, op, rank, seed);
 	coll_reference(ref, count, dt, op, p, seed);
 	a.sendbuf = a.recvbuf = src; /* in place: same offset */
-	rc = run_dev(c, &a, src, bytes, dst, bytes, inplace, &t->xfer, &t->blocked);
+	rc = run_dev(c, &a, src, bytes, dst, bytes, inplace, t);
 	if (rc || !coll_same("device allreduce", dst, ref, count, dt))
 		bad = report(rank, "allreduce", count, dt, op, rc);
 	free(src);
@@ -145,7 +154,7 @@ static int reduce_scatter(struct rw_coll_comm *c, int rank, int p, size_t count,
 
 	coll_fill(src, full, dt, op, rank, seed);
 	coll_reference(ref, full, dt, op, p, seed);
-	rc = run_dev(c, &a, src, full * es, dst, count * es, false, &t->xfer, &t->blocked);
+	rc = run_dev(c, &a, src, full * es, dst, count * es, false, t);
 	if (rc ||
 	    !coll_same("device reduce-scatter", dst, ref + (size_t)rank * count * es, count, dt))
 		bad = report(rank, "reduce-scatter", count, dt, op, rc);
@@ -166,7 +175,7 @@ static int allgather(struct rw_coll_comm *c, int rank, int p, size_t count, enum
 	for (int r = 0; r < p; r++)
 		coll_fill(ref + (size_t)r * count * es, count, dt, RW_OP_SUM, r, seed);
 	coll_fill(src, count, dt, RW_OP_SUM, rank, seed);
-	rc = run_dev(c, &a, src, count * es, dst, full * es, false, &t->xfer, &t->blocked);
+	rc = run_dev(c, &a, src, count * es, dst, full * es, false, t);
 	if (rc || !coll_same("device allgather", dst, ref, full, dt))
 		bad = report(rank, "allgather", count, dt, RW_OP_SUM, rc);
 	free(src);
@@ -186,8 +195,7 @@ static int broadcast(struct rw_coll_comm *c, int rank, size_t count, enum rw_dty
 
 	coll_fill(src, count, dt, RW_OP_SUM, root, seed);
 	coll_fill(ref, count, dt, RW_OP_SUM, root, seed);
-	rc = run_dev(c, &a, rank == root ? src : NULL, bytes, dst, bytes, false, &t->xfer,
-		     &t->blocked);
+	rc = run_dev(c, &a, rank == root ? src : NULL, bytes, dst, bytes, false, t);
 	if (rc || !coll_same("device broadcast", dst, ref, count, dt))
 		bad = report(rank, "broadcast", count, dt, RW_OP_SUM, rc);
 	free(src);
@@ -218,7 +226,15 @@ static int sweep(struct rw_comm *w, int rank, int p, void *arg)
 	int bad = 0;
 
 	rw_gpu_emu_set_delay_us(e->delay_us);
+	rw_gpu_emu_set_ipc_refused(e->ipc_refused); /* before the first device collective */
+	if (e->ipc_refused)
+		rw_test_log_expect("shm: regMr");
 	rw_coll_comm_settings(c, &set);
+	if (e->dev_chunk && set.dev_chunk_bytes != e->dev_chunk) {
+		fprintf(stderr, "rank %d: device chunk %zu, not %zu\n", rank, set.dev_chunk_bytes,
+			e->dev_chunk);
+		bad++;
+	}
 	rw_coll_comm_stats(c, &s0);
 	for (size_t k = 0; k < RW_ARRAY_SIZE(cases); k++) {
 		for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++, seed++) {
@@ -259,21 +275,23 @@ static int sweep(struct rw_comm *w, int rank, int p, void *arg)
 		/* the engine's count and the emulator's agree: nothing went
 		 * through host memory, nothing blocked the calling thread */
 		if (s1.host_copies != s0.host_copies || t.xfer || t.blocked ||
-		    s1.dev_channels - s0.dev_channels != ncoll * (uint64_t)set.nchannels) {
+		    s1.dev_channels - s0.dev_channels != t.nch || t.nch < ncoll) {
 			fprintf(stderr,
 				"rank %d: shm: %llu host copies counted, %llu seen, %llu blocking "
 				"calls, %llu of %llu channel runs on the device\n",
 				rank, (unsigned long long)(s1.host_copies - s0.host_copies),
 				(unsigned long long)t.xfer, (unsigned long long)t.blocked,
 				(unsigned long long)(s1.dev_channels - s0.dev_channels),
-				(unsigned long long)(ncoll * (uint64_t)set.nchannels));
+				(unsigned long long)t.nch);
 			bad++;
 		}
-	} else if (s1.host_copies == s0.host_copies || s1.host_copies - s0.host_copies != t.xfer ||
-		   s1.dev_channels != s0.dev_channels || t.blocked) {
-		/* host staging: the engine counts what the emulator saw */
+	} else if (s1.host_copies == s0.host_copies || s1.dev_channels != s0.dev_channels ||
+		   (!e->ipc_refused && (s1.host_copies - s0.host_copies != t.xfer || t.blocked))) {
+		/* host staging: the engine counts what the emulator saw (where
+		 * IPC is refused, shm also copies into the receiver's device
+		 * slots itself, a blocking copy) */
 		fprintf(stderr,
-			"rank %d: socket: %llu host copies counted, %llu seen, %llu device "
+			"rank %d: host staging: %llu host copies counted, %llu seen, %llu device "
 			"channels, %llu blocking calls\n",
 			rank, (unsigned long long)(s1.host_copies - s0.host_copies),
 			(unsigned long long)t.xfer,
@@ -292,13 +310,16 @@ static int sweep(struct rw_comm *w, int rank, int p, void *arg)
  * (socket; before issue 15, every transport): 3p-2 host copies (the local
  * chunk out; in and out for each of the p-1 reductions; in for each of the
  * p-1 received results).  Whatever the transport made us retry: a redone
- * copy would show.
+ * copy would show.  The chunk is the engine's choice for device buffers:
+ * three chunks a segment make 3 * 2(p-1) messages a channel, so a chunk
+ * other than the chosen one shows too.
  */
 static int copy_formula(struct rw_comm *w, int rank, int p, void *arg)
 {
 	bool dev = *(const bool *)arg;
 	struct rw_coll_comm *c = coll_of(w);
 	struct rw_coll_settings set;
+	struct rw_coll_choice ch, again;
 	struct rw_coll_stats s0, s1;
 	struct tally t = {0};
 	uint64_t sent, kern, dcopy, hcopy, q = 2 * (uint64_t)(p - 1);
@@ -306,8 +327,17 @@ static int copy_formula(struct rw_comm *w, int rank, int p, void *arg)
 	int bad;
 
 	rw_coll_comm_settings(c, &set);
-	/* every segment of every channel a whole number of chunks */
-	count = (size_t)p * (size_t)set.nchannels * (set.chunk_bytes / 4) * 3;
+	/* every segment of every channel a whole number of chunks, of the
+	 * chunk chosen for that size */
+	count = (size_t)p * (set.dev_chunk_bytes / 4) * 3;
+	rw_coll_choose(c, RW_COLL_ALLREDUCE, count, RW_DTYPE_FLOAT32, true, &ch);
+	count = (size_t)p * (size_t)ch.nchannels * (ch.chunk_bytes / 4) * 3;
+	rw_coll_choose(c, RW_COLL_ALLREDUCE, count, RW_DTYPE_FLOAT32, true, &again);
+	if (again.nchannels != ch.nchannels || again.chunk_bytes != ch.chunk_bytes) {
+		fprintf(stderr, "rank %d: %zu floats: %d x %zu, then %d x %zu\n", rank, count,
+			ch.nchannels, ch.chunk_bytes, again.nchannels, again.chunk_bytes);
+		return 1;
+	}
 	rw_coll_comm_stats(c, &s0);
 	bad = allreduce(c, rank, p, count, RW_DTYPE_FLOAT32, RW_OP_SUM, false, 99, &t);
 	rw_coll_comm_stats(c, &s1);
@@ -317,13 +347,16 @@ static int copy_formula(struct rw_comm *w, int rank, int p, void *arg)
 	hcopy = s1.host_copies - s0.host_copies;
 	if (rank == 0)
 		fprintf(stderr,
-			"figure: allreduce %zu KiB float32, %d ranks, %s: %llu chunks sent, %llu "
-			"host copies (%.2f per chunk sent), %llu device copies, %llu kernels\n",
-			count * 4 / 1024, p, dev ? "shm (device staging)" : "socket (host staging)",
+			"figure: allreduce %zu KiB float32, %d ranks, %d x %zu KiB chunks, %s: "
+			"%llu "
+			"chunks sent, %llu host copies (%.2f per chunk sent), %llu device copies, "
+			"%llu kernels\n",
+			count * 4 / 1024, p, ch.nchannels, ch.chunk_bytes / 1024,
+			dev ? "shm (device staging)" : "socket (host staging)",
 			(unsigned long long)sent, (unsigned long long)hcopy,
 			sent ? (double)hcopy / (double)sent : 0.0, (unsigned long long)dcopy,
 			(unsigned long long)kern);
-	if (sent == 0 || sent % q || kern * 2 != sent || hcopy != t.xfer ||
+	if (sent != q * 3 * (uint64_t)ch.nchannels || kern * 2 != sent || hcopy != t.xfer ||
 	    dcopy * q != (dev ? sent * (uint64_t)(p + 1) : 0) ||
 	    hcopy * q != (dev ? 0 : sent * (uint64_t)(3 * p - 2))) {
 		fprintf(stderr,
@@ -423,8 +456,76 @@ static int killed(struct rw_comm *w, int rank, int p, void *arg)
 	return bad;
 }
 
+/*
+ * Ranks that disagree on the buffers' kind: one host's device collectives
+ * are cut in other chunks (coll/tune.c), so a rank with host buffers
+ * against one with device buffers fails at once on every rank, naming the
+ * mismatch, instead of on truncated messages or the timeout.
+ */
+static int host_against_device(struct rw_comm *w, int rank, int p, void *arg)
+{
+	enum { COUNT = 1 << 22 }; /* 16 MiB: host 4 x 4M chunks, device 1 x 16M */
+	struct rw_coll_comm *c = coll_of(w);
+	size_t bytes = COUNT * sizeof(float);
+	float *h = xmalloc(bytes);
+	void *d = rank == 0 ? dalloc(bytes) : NULL;
+	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
+				 .count = COUNT,
+				 .dtype = RW_DTYPE_FLOAT32,
+				 .op = RW_OP_SUM};
+	int rc;
+
+	(void)arg;
+	(void)p;
+	rw_test_log_expect("coll: rank");
+	rw_test_log_expect("shm:"); /* the other rank may have gone on and closed */
+	coll_fill(h, COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 3);
+	if (rank == 0 && (!d || up(d, h, bytes)))
+		return 1;
+	a.sendbuf = a.recvbuf = rank == 0 ? d : (void *)h;
+	rc = rw_coll_run(c, &a);
+	if (rc != -EINVAL)
+		fprintf(stderr, "rank %d: host against device buffers: %s, not a mismatch\n", rank,
+			rc ? strerror(-rc) : "success");
+	if (d)
+		rw_cuda_free(d);
+	free(h);
+	return rc != -EINVAL;
+}
+
+/* The device chunk and the channels by size, as the comm was given them. */
+static int dev_defaults(struct rw_comm *w, int rank, int p, void *arg)
+{
+	size_t want = *(const size_t *)arg;
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_settings set;
+	struct rw_coll_choice small, big;
+
+	(void)p;
+	rw_coll_comm_settings(c, &set);
+	rw_coll_choose(c, RW_COLL_ALLREDUCE, 1 << 18, RW_DTYPE_FLOAT32, true, &small);
+	rw_coll_choose(c, RW_COLL_ALLREDUCE, 1 << 26, RW_DTYPE_FLOAT32, true, &big);
+	if (set.dev_chunk_bytes != want || big.chunk_bytes != want || small.nchannels != 1 ||
+	    big.nchannels < 2) {
+		fprintf(stderr,
+			"rank %d: device chunk %zu (want %zu); 1 MiB %d x %zu, 256 MiB %d x %zu\n",
+			rank, set.dev_chunk_bytes, want, small.nchannels, small.chunk_bytes,
+			big.nchannels, big.chunk_bytes);
+		return 1;
+	}
+	return 0;
+}
+
 static const char *const shm_env[] = {
 	"RINGWAY_TRANSPORT", "shm", "RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2", NULL};
+/* device chunks 4x the host ones */
+static const char *const wide_env[] = {"RINGWAY_TRANSPORT",
+				       "shm",
+				       "RINGWAY_CHUNK_BYTES",
+				       "16K",
+				       "RINGWAY_DEV_CHUNK_BYTES",
+				       "64K",
+				       NULL};
 static const char *const sock_env[] = {"RINGWAY_CHUNK_BYTES", "16K", "RINGWAY_NCHANNELS", "2",
 				       NULL};
 
@@ -460,6 +561,61 @@ static void copies_counted_not_redone(void **state)
 	assert_int_equal(coll_fork(3, shm_env, copy_formula, &dev, 120), 0);
 	assert_int_equal(coll_fork(2, sock_env, copy_formula, &host, 120), 0);
 	assert_int_equal(coll_fork(3, sock_env, copy_formula, &host, 120), 0);
+}
+
+static void shm_device_wide_chunks(void **state)
+{
+	struct expect e = {.device_staging = true, .dev_chunk = 64 << 10};
+	bool dev = true;
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(2, wide_env, sweep, &e, 240), 0);
+	assert_int_equal(coll_fork(3, wide_env, sweep, &e, 240), 0);
+	assert_int_equal(coll_fork(2, wide_env, copy_formula, &dev, 120), 0);
+	assert_int_equal(coll_fork(3, wide_env, copy_formula, &dev, 120), 0);
+}
+
+/* No CUDA IPC (a driver or container that refuses it): the chunks of
+ * device collectives go through host slots as wide as the device ones. */
+static void shm_refused_ipc_stages_wide_chunks_on_the_host(void **state)
+{
+	struct expect e = {.ipc_refused = true, .dev_chunk = 64 << 10};
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(2, wide_env, sweep, &e, 240), 0);
+	assert_int_equal(coll_fork(3, wide_env, sweep, &e, 240), 0);
+}
+
+static void host_against_device_buffers_fails_clearly(void **state)
+{
+	static const char *const env[] = {"RINGWAY_TRANSPORT", "shm", "RINGWAY_TIMEOUT_MS", "20000",
+					  NULL};
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	assert_int_equal(coll_fork(2, env, host_against_device, NULL, 15), 0);
+}
+
+static void device_chunk_defaults(void **state)
+{
+	static const char *const shm[] = {"RINGWAY_TRANSPORT", "shm", NULL};
+	static const char *const shm_chunk[] = {"RINGWAY_TRANSPORT", "shm", "RINGWAY_CHUNK_BYTES",
+						"1M", NULL};
+	static const char *const sock[] = {"RINGWAY_TRANSPORT", "socket", NULL};
+	size_t ipc = 16 << 20, forced = 1 << 20, net = 4 << 20;
+
+	(void)state;
+	if (!emu_on)
+		skip();
+	/* one host: 16 MiB; RINGWAY_CHUNK_BYTES alone sets it; a network: 4 MiB */
+	assert_int_equal(coll_fork(2, shm, dev_defaults, &ipc, 30), 0);
+	assert_int_equal(coll_fork(2, shm_chunk, dev_defaults, &forced, 30), 0);
+	assert_int_equal(coll_fork(2, sock, dev_defaults, &net, 30), 0);
 }
 
 static void one_rank_device(void **state)
@@ -510,6 +666,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(copies_counted_not_redone, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(socket_host_staging, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(shm_device_wide_chunks, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(shm_refused_ipc_stages_wide_chunks_on_the_host,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(host_against_device_buffers_fails_clearly,
+						rw_test_setup_log, rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(device_chunk_defaults, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(one_rank_device, rw_test_setup_log,
 						rw_test_teardown_log),

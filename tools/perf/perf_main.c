@@ -450,14 +450,18 @@ static void header(const struct bench *b)
 	rw_config_t cfg = RW_CONFIG_INIT;
 	const struct rw_topo_place *place;
 
+	struct rw_coll_settings set;
+
 	rw_comm_get_config(b->comm, &cfg); /* what the communicator runs with */
+	rw_coll_comm_settings(rw_world_coll(b->comm), &set);
 	printf("# ringway-perf %s: %s, %d rank(s) (%s), %s memory\n", rw_version(),
 	       coll_names[b->o->coll], b->r->nranks, b->r->how, b->o->device ? "device" : "host");
 	printf("# algo %s, transport %s, chunk %lld bytes, %lld channel(s) (at most: each size's "
 	       "in the last column), iters %d, warmup %d, "
 	       "check %d\n",
-	       cfg.algo, cfg.transport, (long long)cfg.chunk_bytes, (long long)cfg.nchannels,
-	       b->o->iters, b->o->warmup, b->o->check);
+	       cfg.algo, cfg.transport,
+	       (long long)(b->o->device ? set.dev_chunk_bytes : (size_t)cfg.chunk_bytes),
+	       (long long)cfg.nchannels, b->o->iters, b->o->warmup, b->o->check);
 	/* the ring and each channel's NIC, as the INFO log says them */
 	place = rw_world_place(b->comm);
 	if (place && place->nranks)
