@@ -38,8 +38,9 @@ struct perf_opts {
 /** How this process learned its rank. */
 struct perf_ranks {
 	int rank, nranks;
-	char root[300];	 /* rendezvous "host:port", or "" for the default */
-	const char *how; /* "--local", "mpirun", "torchrun", "single" */
+	char root[300];		  /* rendezvous "host:port", or "" for the default */
+	const rw_unique_id_t *id; /* --local: rank 0's rendezvous instead of root */
+	const char *how;	  /* "--local", "mpirun", "torchrun", "single" */
 };
 
 /* perf_launch.c */
@@ -54,6 +55,9 @@ int perf_ranks_from_env(struct perf_ranks *out);
 
 /**
  * --local N: fork N ranks on this host, run body(ranks) in each, wait.
+ * Rank 0 opens the rendezvous (rw_get_unique_id) and hands its id to the
+ * others through the parent, so no port is found free in one process and
+ * bound in another (where a parallel job's connection could take it).
  * \return 0 when every rank exited 0.
  */
 int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), void *arg);

@@ -5,14 +5,11 @@
  * which forks N ranks on this host.
  */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_* */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,19 +105,49 @@ int perf_ranks_from_env(struct perf_ranks *out)
 	return 0;
 }
 
-/* A port on 127.0.0.1 that is free now (rank 0 binds it again). */
-static int free_port(void)
+/* All of n bytes from fd; -1 at EOF (the writer died) or on an error. */
+static int read_all(int fd, void *buf, size_t n)
 {
-	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof(in);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+	char *p = buf;
 
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&in, sizeof(in)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&in, &len) == 0)
-		port = ntohs(in.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
+	while (n) {
+		ssize_t got = read(fd, p, n);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return -1;
+		p += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* Rank 0 of --local: open the rendezvous, tell the parent its id. */
+static void open_rendezvous(int wfd, rw_unique_id_t *id)
+{
+	int rc = rw_get_unique_id(id);
+	const char *p = (const char *)id;
+	size_t left = sizeof(*id);
+
+	if (rc) {
+		fprintf(stderr, "ringway-perf: --local: rank 0: rw_get_unique_id: %s\n",
+			rw_strerror(rc));
+		_exit(1);
+	}
+	while (left) {
+		ssize_t put = write(wfd, p, left);
+
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put <= 0) {
+			perror("ringway-perf: --local: rank 0: telling the others its rendezvous");
+			_exit(1);
+		}
+		p += put;
+		left -= (size_t)put;
+	}
+	close(wfd);
 }
 
 /*
@@ -151,21 +178,35 @@ static void spread(int rank, int n)
 int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), void *arg)
 {
 	pid_t *pids = calloc((size_t)n, sizeof(*pids));
-	int port = free_port(), failed = 0;
+	rw_unique_id_t id;
+	int pfd[2] = {-1, -1}, failed = 0;
 
-	if (!pids || port < 0) {
-		fprintf(stderr, "ringway-perf: --local: no free port on 127.0.0.1\n");
+	if (!pids || pipe(pfd)) {
+		perror("ringway-perf: --local");
 		free(pids);
 		return 1;
 	}
 	fflush(NULL);
 	for (int r = 0; r < n; r++) {
+		/* the others start with rank 0's id; EOF: rank 0 died first */
+		if (r == 1 && read_all(pfd[0], &id, sizeof(id))) {
+			fprintf(stderr, "ringway-perf: --local: rank 0 gave no rendezvous\n");
+			failed++;
+			break;
+		}
 		pids[r] = fork();
 		if (pids[r] == 0) {
-			struct perf_ranks pr = {.rank = r, .nranks = n, .how = "--local"};
+			struct perf_ranks pr = {
+				.rank = r, .nranks = n, .how = "--local", .id = &id};
 			int rc;
 
-			snprintf(pr.root, sizeof(pr.root), "127.0.0.1:%d", port);
+			close(pfd[0]);
+			if (r == 0 && n > 1)
+				open_rendezvous(pfd[1], &id);
+			else
+				close(pfd[1]);
+			if (n == 1)
+				pr.id = NULL; /* nobody to meet */
 			spread(r, n);
 			rc = body(&pr, arg);
 			fflush(NULL);
@@ -176,7 +217,14 @@ int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), v
 			failed++;
 			break;
 		}
+		if (r == 0) {
+			close(pfd[1]); /* rank 0's end alone: its death is EOF */
+			pfd[1] = -1;
+		}
 	}
+	close(pfd[0]);
+	if (pfd[1] >= 0)
+		close(pfd[1]);
 	for (int r = 0; r < n; r++) {
 		int st;
 

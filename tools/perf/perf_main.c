@@ -531,7 +531,11 @@ static int rank_main(const struct perf_ranks *r, void *arg)
 	int rc;
 
 	cfg.algo = o->algo; /* NULL: RINGWAY_ALGO */
-	rc = rw_comm_init_config(&b.comm, r->nranks, r->rank, r->root[0] ? r->root : NULL, &cfg);
+	if (r->id)
+		rc = rw_comm_init_id(&b.comm, r->nranks, r->rank, r->id, &cfg);
+	else
+		rc = rw_comm_init_config(&b.comm, r->nranks, r->rank, r->root[0] ? r->root : NULL,
+					 &cfg);
 	if (rc) {
 		fprintf(stderr, "ringway-perf: rank %d: rw_comm_init: %s\n", r->rank,
 			rw_strerror(rc));
