@@ -259,15 +259,21 @@ struct rw_net *child_net(void)
 }
 
 /* Child: connect to the parent's handle and send 1 MiB messages, 4 in
- * flight, until killed. */
+ * flight, until killed.  Its third send waits for a receive the parent
+ * never posts, so its own timeout is long: with the test's 2 s it failed
+ * once on a loaded host before the parent's second receive had its data
+ * (the child gone, that receive saw a reset instead of a message). */
 static void child_sender(struct child *k)
 {
-	struct rw_net *n = child_net();
+	struct rw_config cfg = conf_cfg;
+	struct rw_net *n = NULL;
 	struct rw_net_comm *s;
 	struct buf b;
 	struct op ops[4];
 	uint64_t end = rw_now_ms() + 30000;
 
+	cfg.timeout_ms = 60000;
+	CHILD_CHECK(conf_be->create(&cfg, &n) == 0);
 	CHILD_CHECK(conf_wait_connect(n, k->handle, &s) == 0);
 	CHILD_CHECK(conf_buf_get(s, &b, MIB) == 0);
 	for (int i = 0; i < 4; i++)
