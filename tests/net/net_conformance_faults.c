@@ -294,13 +294,18 @@ static void child_sender(struct child *k)
  * the connection without reading (until killed). */
 static void child_receiver(struct child *k)
 {
-	struct rw_net *n = child_net();
+	struct rw_config cfg = conf_cfg;
+	struct rw_net *n = NULL;
 	struct rw_net_listen *l;
 	struct rw_net_comm *r;
 	struct buf b;
 	struct op op;
 	char c = 'r';
 
+	/* its receive waits on the parent's send: a long clock, as the
+	 * sender child's, so a delayed parent is not a failure */
+	cfg.timeout_ms = 60000;
+	CHILD_CHECK(conf_be->create(&cfg, &n) == 0);
 	CHILD_CHECK(rw_net_listen(n, 0, k->handle, &l) == 0);
 	child_write(k, k->handle, sizeof(k->handle));
 	CHILD_CHECK(conf_wait_accept(l, &r) == 0);
