@@ -127,15 +127,10 @@ void rw_coll_comm_settings(const struct rw_coll_comm *c, struct rw_coll_settings
 }
 
 /*
- * The device chunk.  Between ranks of one host a device collective's chunks
- * go by CUDA IPC, and each chunk costs a hand-off of device work polled from
- * the host (a copy or kernel, its event, the message): at 4 MiB those
- * hand-offs, not the copies, set the pace.  Measured on an H200, 2 ranks
- * sharing it under MPS (ringway-perf --local 2 --mem device, busbw GB/s
- * at 16 / 64 / 256 MiB): 4 channels x 4 MiB 34 / 118 / 133, 2 x 16 MiB
- * 111 / 270 / 299, 4 x 16 MiB 59 / 234 / 310, 1 x 16 MiB 134 / 211 / 255,
- * 2 x 64 MiB 109 / 272 / 157.  Other links stage device buffers through
- * host memory (or move them at a network's pace) at chunk_bytes.
+ * The device chunk: where every rank is on this host (CUDA IPC), device
+ * collectives have a stride and table of their own (tune.c's ring_dev_shm[],
+ * with the figures that set them); other links stage device buffers at
+ * chunk_bytes.  A RINGWAY_CHUNK_BYTES given alone sets both.
  */
 static void dev_chunk_set(struct rw_coll_comm *c, const struct rw_config *cfg)
 {
