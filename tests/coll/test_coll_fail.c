@@ -19,9 +19,11 @@
 #include "coll_test.h"
 #include "common/rw_common.h"
 
-#define VICTIM	   2
-#define TIMEOUT_MS 5000
-#define COUNT	   (1u << 20) /* 4 MiB of floats: many chunks in flight */
+#define VICTIM	    2
+#define TIMEOUT_MS  5000
+#define NUM_STR_(n) #n
+#define NUM_STR(n)  NUM_STR_(n) /* a number macro as the string the env wants */
+#define COUNT	    (1u << 20)	/* 4 MiB of floats: many chunks in flight */
 
 static void expect_failure_warnings(void)
 {
@@ -198,6 +200,10 @@ static void a_killed_rank_is_named_rd_direct(void **state)
  * stays alive and silent as well.  A counter in memory shared across the
  * fork is the barrier; the wait is bounded.
  */
+/* The stall's timeout also bounds start-up and the first collective, which
+ * must succeed on a loaded host (ASan, two suites at once). */
+#define STALL_TIMEOUT_MS 3000
+
 struct stall_barrier {
 	atomic_int checked;
 	/* stalled(): the rank after the stalled one must name it (ring and
@@ -248,7 +254,7 @@ static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 	}
 	t0 = rw_now_ms();
 	rc = rw_coll_run(c, &a);
-	if (rc == 0 || rw_now_ms() - t0 > 3 * 1500) {
+	if (rc == 0 || rw_now_ms() - t0 > 3 * STALL_TIMEOUT_MS) {
 		fprintf(stderr, "rank %d: rc %d after %llu ms\n", rank, rc,
 			(unsigned long long)(rw_now_ms() - t0));
 		return checked(b, rank, p, 1);
@@ -266,7 +272,8 @@ static int stalled(struct rw_comm *w, int rank, int p, void *arg)
 
 static void stall(const char *algo)
 {
-	const char *const env[] = {"RINGWAY_TIMEOUT_MS", "1500", "RINGWAY_ALGO", algo, NULL};
+	const char *const env[] = {"RINGWAY_TIMEOUT_MS", NUM_STR(STALL_TIMEOUT_MS), "RINGWAY_ALGO",
+				   algo, NULL};
 	struct stall_barrier *b =
 		mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
@@ -289,7 +296,11 @@ static void a_stalled_rank_times_out(void **state)
 }
 
 /* Idle time longer than the timeout between collectives is no failure:
- * nothing may wait on a peer across it. */
+ * nothing may wait on a peer across it.  The timeout also bounds start-up
+ * and the ranks' skew after the idle time (the ranks wake 100 ms apart),
+ * so it is not short. */
+#define IDLE_TIMEOUT_MS 3000
+
 static int idle(struct rw_comm *w, int rank, int p, void *arg)
 {
 	struct rw_coll_comm *c = coll_of(w);
@@ -306,14 +317,14 @@ static int idle(struct rw_comm *w, int rank, int p, void *arg)
 		if (rw_coll_run(c, &a))
 			return 1;
 		if (it == 1)
-			usleep(1500 * 1000 + 100 * 1000 * (unsigned)rank);
+			usleep((IDLE_TIMEOUT_MS + 500 + 100 * (unsigned)rank) * 1000);
 	}
 	return buf[0] == 1.0f * (float)(p * p * p) ? 0 : 1;
 }
 
 static void idle_time_longer_than_the_timeout(void **state)
 {
-	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", "1000", NULL};
+	static const char *const env[] = {"RINGWAY_TIMEOUT_MS", NUM_STR(IDLE_TIMEOUT_MS), NULL};
 
 	(void)state;
 	assert_int_equal(coll_fork(3, env, idle, NULL, 60), 0);

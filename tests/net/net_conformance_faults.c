@@ -258,6 +258,15 @@ struct rw_net *child_net(void)
 	return n;
 }
 
+struct rw_net *conf_net_patient(int64_t timeout_ms)
+{
+	struct rw_config cfg = conf_cfg;
+	struct rw_net *n = NULL;
+
+	cfg.timeout_ms = timeout_ms;
+	return conf_be->create(&cfg, &n) == 0 ? n : NULL;
+}
+
 /* Child: connect to the parent's handle and send 1 MiB messages, 4 in
  * flight, until killed.  Its third send waits for a receive the parent
  * never posts, so its own timeout is long: with the test's 2 s it failed
@@ -265,15 +274,13 @@ struct rw_net *child_net(void)
  * (the child gone, that receive saw a reset instead of a message). */
 static void child_sender(struct child *k)
 {
-	struct rw_config cfg = conf_cfg;
-	struct rw_net *n = NULL;
+	struct rw_net *n = conf_net_patient(60000);
 	struct rw_net_comm *s;
 	struct buf b;
 	struct op ops[4];
 	uint64_t end = rw_now_ms() + 30000;
 
-	cfg.timeout_ms = 60000;
-	CHILD_CHECK(conf_be->create(&cfg, &n) == 0);
+	CHILD_CHECK(n != NULL);
 	CHILD_CHECK(conf_wait_connect(n, k->handle, &s) == 0);
 	CHILD_CHECK(conf_buf_get(s, &b, MIB) == 0);
 	for (int i = 0; i < 4; i++)
@@ -294,18 +301,16 @@ static void child_sender(struct child *k)
  * the connection without reading (until killed). */
 static void child_receiver(struct child *k)
 {
-	struct rw_config cfg = conf_cfg;
-	struct rw_net *n = NULL;
+	/* its receive waits on the parent's send: a long clock, as the
+	 * sender child's, so a delayed parent is not a failure */
+	struct rw_net *n = conf_net_patient(60000);
 	struct rw_net_listen *l;
 	struct rw_net_comm *r;
 	struct buf b;
 	struct op op;
 	char c = 'r';
 
-	/* its receive waits on the parent's send: a long clock, as the
-	 * sender child's, so a delayed parent is not a failure */
-	cfg.timeout_ms = 60000;
-	CHILD_CHECK(conf_be->create(&cfg, &n) == 0);
+	CHILD_CHECK(n != NULL);
 	CHILD_CHECK(rw_net_listen(n, 0, k->handle, &l) == 0);
 	child_write(k, k->handle, sizeof(k->handle));
 	CHILD_CHECK(conf_wait_accept(l, &r) == 0);
@@ -361,12 +366,10 @@ bool connection_error(int rc)
 
 static struct rw_net *killed_peer_net(int64_t *timeout_ms)
 {
-	struct rw_config cfg = conf_cfg;
-	struct rw_net *n = NULL;
+	struct rw_net *n = conf_net_patient(KILLED_PEER_TIMEOUT_MS);
 
-	cfg.timeout_ms = KILLED_PEER_TIMEOUT_MS;
-	assert_int_equal(conf_be->create(&cfg, &n), 0);
-	*timeout_ms = cfg.timeout_ms;
+	assert_non_null(n);
+	*timeout_ms = KILLED_PEER_TIMEOUT_MS;
 	return n;
 }
 

@@ -504,19 +504,23 @@ void grouped_random_tag_orders(void **state)
 }
 
 #define TWO_PROC_SENDS 2000
+/* Both processes' timeout: this case tests matching, and a loaded host may
+ * hold either side longer than the suite's 2 s between messages. */
+#define TWO_PROC_TIMEOUT_MS 60000
 
 static struct plan two_proc_plan;
 
 /* Child: the sending side of two_proc_plan; reports its result as an int. */
 static void child_random_sender(struct child *k)
 {
-	struct rw_net *n = child_net();
+	struct rw_net *n = conf_net_patient(TWO_PROC_TIMEOUT_MS);
 	struct rw_net_comm *s;
 	struct tx t;
 	const char *what = "";
 	uint64_t deadline = rw_now_ms() + 6 * WAIT_MS;
 	int rc;
 
+	CHILD_CHECK(n != NULL);
 	CHILD_CHECK(conf_wait_connect(n, k->handle, &s) == 0);
 	CHILD_CHECK(tx_init(&t, &two_proc_plan, s) == 0);
 	rc = 0;
@@ -537,13 +541,15 @@ void grouped_random_tag_orders_two_processes(void **state)
 	struct rw_net_listen *l;
 	struct rw_net_comm *r;
 	struct rx x;
+	struct rw_net *net = conf_net_patient(TWO_PROC_TIMEOUT_MS);
 	uint64_t deadline = rw_now_ms() + 6 * WAIT_MS;
 	int n = conf_props.max_recvs, rc = 0, child_rc = -1;
 
 	(void)state;
+	assert_non_null(net);
 	plan_init(&two_proc_plan, n, RW_DIV_UP(TWO_PROC_SENDS, n), 2 * PLAN_W, 256 * 1024,
 		  0xfeed0000ull + (uint64_t)n);
-	assert_int_equal(rw_net_listen(conf_net, 0, k.handle, &l), 0);
+	assert_int_equal(rw_net_listen(net, 0, k.handle, &l), 0);
 	child_start(&k, child_random_sender);
 	assert_int_equal(conf_wait_accept(l, &r), 0);
 	assert_int_equal(rw_net_close_listen(l), 0);
@@ -559,6 +565,7 @@ void grouped_random_tag_orders_two_processes(void **state)
 	child_reap(&k, false);
 	rx_fini(&x);
 	assert_int_equal(rw_net_close_recv(r), 0);
+	rw_net_destroy(net);
 }
 
 /* --- failures and limits ---------------------------------------------------------- */

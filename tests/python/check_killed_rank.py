@@ -23,6 +23,18 @@ KILL_STEP = 20
 BOUND_S = 5.0
 
 
+def all_here(store, world, key="here"):
+    """Wait (bounded) until every rank reached this point: the group's
+    start-up then waits only the RINGWAY_TIMEOUT_MS of 2 s, which ranks
+    still importing torch on a loaded host could miss."""
+    store.add(key, 1)
+    deadline = time.time() + 60
+    while int(store.add(key, 0)) < world:
+        if time.time() > deadline:
+            raise RuntimeError("%s: not every rank arrived within 60 s" % key)
+        time.sleep(0.01)
+
+
 def worker(rank, world, where):
     import torch
     import torch.distributed as dist
@@ -33,6 +45,7 @@ def worker(rank, world, where):
 
     torch.set_num_threads(1)
     store = dist.FileStore(os.path.join(where, "store1"), world)
+    all_here(store, world)
     dist.init_process_group("ringway", store=store, rank=rank, world_size=world,
                             timeout=timedelta(seconds=60))
     torch.manual_seed(0)
@@ -60,7 +73,9 @@ def worker(rank, world, where):
     dist.destroy_process_group()
 
     # a new group of the survivors, in the same process
+    # the survivors raised at different moments (each within the bound)
     store = dist.FileStore(os.path.join(where, "store2"), world - 1)
+    all_here(store, world - 1)
     dist.init_process_group("ringway", store=store, rank=rank, world_size=world - 1,
                             timeout=timedelta(seconds=60))
     t = torch.full((1000,), float(rank + 1))
