@@ -60,9 +60,13 @@
 #define SV_MAX_CQE    (1 << 20)
 #define SV_MAX_INLINE 256
 #define SV_MAX_MSG    (1u << 31)
-#define SV_RECV_CHUNK (1u << 20)  /* most payload bytes taken per readv */
-#define SV_MAGIC      0x53567631u /* "SVv1" */
-#define SV_MIN(a, b)  ((a) < (b) ? (a) : (b))
+#define SV_RECV_CHUNK (1u << 20) /* most payload bytes taken per readv */
+/* Payloads up to this size are staged and placed after their ACK left
+ * (sv_resp.c): the host never sees a small write before its requester is
+ * answered. */
+#define SV_ACK_FIRST_MAX 4096u
+#define SV_MAGIC	 0x53567631u /* "SVv1" */
+#define SV_MIN(a, b)	 ((a) < (b) ? (a) : (b))
 
 /* Vendor error codes in completions: what exactly went wrong. */
 enum sv_vendor_err {
@@ -311,7 +315,8 @@ struct sv_qp {
 	uint32_t rx_verr;
 	struct sv_rwqe rx_rwqe; /* consumed receive WQE (SEND, WRITE_IMM) */
 	bool rx_has_rwqe;
-	uint8_t *rx_bounce; /* SEND scatter / reverse placement staging */
+	uint8_t *rx_bounce; /* SEND scatter / reverse placement / small payload staging */
+	bool rx_acked;	    /* its ACK left before the payload was placed */
 	bool rx_stalled_rnr;
 	bool rx_rnr_sent;
 	uint64_t rx_rnr_deadline_ns;

@@ -256,16 +256,23 @@ static void rx_finish(struct sv_qp *qp)
 			wc.opcode = IBV_WC_RECV;
 			sv_cq_push(rcq, &wc);
 		}
-		queue_rsp(qp, SV_RSP_ACK, 0, 0, NULL, 0);
+		if (!qp->rx_acked)
+			queue_rsp(qp, SV_RSP_ACK, 0, 0, NULL, 0);
 	}
 out:
 	sv_reset_rx(qp);
 }
 
-/* Place n bytes that are in the bounce buffer, back to front (knob). */
-static void place_reverse(uint8_t *dst, const uint8_t *src, size_t n)
+/* Place n bytes that are in the bounce buffer: back to front under the
+ * placement_reverse knob, else in order. */
+static void place_staged(uint8_t *dst, const uint8_t *src, size_t n, bool reverse)
 {
 	size_t off = n;
+
+	if (!reverse) {
+		memcpy(dst, src, n);
+		return;
+	}
 
 	while (off) {
 		size_t c = off % 64 ? off % 64 : 64;
@@ -358,6 +365,9 @@ void sv_resp_rx(struct sv_qp *qp)
 				qp->rx_bounce = malloc(qp->rx_hdr.len);
 				if (!qp->rx_bounce)
 					nak(qp, IBV_WC_REM_OP_ERR, 0);
+			} else if (!qp->rx_nak && qp->rx_hdr.op != SV_OP_READ && qp->rx_hdr.len &&
+				   qp->rx_hdr.len <= SV_ACK_FIRST_MAX) {
+				qp->rx_bounce = malloc(qp->rx_hdr.len); /* else: placed directly */
 			}
 		}
 		if (qp->rx_hdr.op != SV_OP_READ && qp->rx_got < qp->rx_hdr.len) {
@@ -377,7 +387,21 @@ void sv_resp_rx(struct sv_qp *qp)
 			if (qp->rx_got < qp->rx_hdr.len)
 				continue;
 		}
+		/*
+		 * A NIC acknowledges a write or send on its own: a process that
+		 * exits as soon as it sees the data cannot strand the requester
+		 * (whose work request would then fail at its ack timeout).  So
+		 * the ACK leaves first: before a staged payload is placed, and
+		 * always before the completion is pushed.
+		 */
+		if (!qp->rx_nak && qp->rx_hdr.op != SV_OP_READ) {
+			queue_rsp(qp, SV_RSP_ACK, 0, 0, NULL, 0);
+			qp->rx_acked = true;
+			sv_resp_tx(qp);
+		}
 		if (qp->rx_bounce) {
+			bool reverse = qp->ctx->faults.placement_reverse;
+
 			if (qp->rx_hdr.op == SV_OP_SEND) {
 				size_t off = 0;
 
@@ -386,12 +410,12 @@ void sv_resp_rx(struct sv_qp *qp)
 					struct sv_mr *m = sv_mr_lookup(qp->ctx, s->lkey);
 					size_t l = SV_MIN(s->length, qp->rx_hdr.len - off);
 
-					place_reverse(m->host + (s->addr - m->iova),
-						      qp->rx_bounce + off, l);
+					place_staged(m->host + (s->addr - m->iova),
+						     qp->rx_bounce + off, l, reverse);
 					off += l;
 				}
 			} else if (qp->rx_dst) {
-				place_reverse(qp->rx_dst, qp->rx_bounce, qp->rx_hdr.len);
+				place_staged(qp->rx_dst, qp->rx_bounce, qp->rx_hdr.len, reverse);
 			}
 			free(qp->rx_bounce);
 			qp->rx_bounce = NULL;

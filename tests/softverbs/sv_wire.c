@@ -79,6 +79,7 @@ void sv_reset_rx(struct sv_qp *qp)
 	qp->rx_got = 0;
 	qp->rx_dst = NULL;
 	qp->rx_nak = false;
+	qp->rx_acked = false;
 	qp->rx_has_rwqe = false;
 	qp->rx_stalled_rnr = false;
 	qp->rx_rnr_sent = false;
