@@ -356,12 +356,14 @@ bool connection_error(int rc)
 }
 
 /* The parent's own transport for the killed-peer cases.  Their first
- * messages go between two live processes; with the suite's 2 s timeout a
- * loaded host (ASan, two suites at once, the emulated NIC's acknowledgement
- * clock) once failed one of them before the peer was killed.  Those
- * messages must not fail, so the parent's clock is long; what is tested,
- * the error after the kill, stays bounded by this timeout and is in
- * practice the peer's closed connection, found within a second. */
+ * messages go between two live processes and must not fail: the suite's
+ * 2 s is short for a child still starting on a loaded host (ASan, two
+ * suites at once), so the parent's clock is long.  What is tested, the
+ * error after the kill, stays bounded by this timeout and is in practice
+ * the peer's closed connection, found within a second.  (The CI failures
+ * that led here were children whose emulated NIC had hung at fork, which
+ * softverbs' fork handler ended; the log these cases print on failure
+ * showed it.) */
 #define KILLED_PEER_TIMEOUT_MS 10000
 
 static struct rw_net *killed_peer_net(int64_t *timeout_ms)

@@ -14,18 +14,9 @@
 #include "net/net_conformance.h"
 #include "transport/ib/ib.h"
 
-/*
- * The emulated NIC acknowledges from a thread of the peer process, which a
- * loaded host (ASan, two suites at once) once held off for the 4.3 s of
- * the ack timeout derived from a 10 s RINGWAY_TIMEOUT_MS: a live peer's
- * clear-to-send then failed with "transport retry counter exceeded".  A
- * hardware NIC answers on its own, and no case here tests the ack timeout
- * (a silent peer is caught by ringway's own clock, a killed one by its
- * closed connection), so it is long: 4.096 us x 2^20, 4.3 s per try.
- */
 #define COMMON                                                                                     \
 	"RINGWAY_SOCKET_IFNAME", "=lo", "RINGWAY_SOCKET_FAMILY", "ipv4", "RINGWAY_TIMEOUT_MS",     \
-		"2000", "RINGWAY_IB_TIMEOUT", "20"
+		"2000"
 
 static const char *const env_roce[] = {
 	COMMON,

@@ -326,10 +326,66 @@ static int sv_query_port(struct ibv_context *context, uint8_t port, struct ibv_p
 	return 0;
 }
 
+/*
+ * fork() while progress threads run: the child inherits every lock as it
+ * was, and a progress thread caught inside malloc leaves an allocator lock
+ * held for good in the child (ASan's allocator has no fork handler in
+ * GCC 12): the child's own progress threads then hung at their first
+ * allocation, so its NIC never answered (a forked test peer, under load).
+ * Progress threads allocate only under their context's lock, so fork
+ * takes every context's lock first: none of them is inside then.
+ */
+static pthread_mutex_t ctx_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sv_ctx *ctx_list;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&ctx_list_lock);
+	for (struct sv_ctx *c = ctx_list; c; c = c->fork_next)
+		pthread_mutex_lock(&c->lock);
+}
+
+/* In the parent and in the child alike: the forking thread holds them. */
+static void fork_done(void)
+{
+	for (struct sv_ctx *c = ctx_list; c; c = c->fork_next)
+		pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&ctx_list_lock);
+}
+
+static void fork_setup(void)
+{
+	if (pthread_atfork(fork_prepare, fork_done, fork_done))
+		fprintf(stderr, "softverbs: pthread_atfork failed: fork may hang the child\n");
+}
+
+static void ctx_list_add(struct sv_ctx *ctx)
+{
+	pthread_once(&fork_once, fork_setup);
+	pthread_mutex_lock(&ctx_list_lock);
+	ctx->fork_next = ctx_list;
+	ctx_list = ctx;
+	pthread_mutex_unlock(&ctx_list_lock);
+}
+
+static void ctx_list_remove(struct sv_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx_list_lock);
+	for (struct sv_ctx **p = &ctx_list; *p; p = &(*p)->fork_next) {
+		if (*p == ctx) {
+			*p = ctx->fork_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx_list_lock);
+}
+
 static void sv_free_context(struct ibv_context *context)
 {
 	struct sv_ctx *ctx = sv_ctx_of(context);
 
+	ctx_list_remove(ctx);
 	sv_wire_stop(ctx);
 	close(ctx->async_wr);
 	close(ctx->wake_fd);
@@ -390,6 +446,7 @@ static struct verbs_context *sv_alloc_context(struct ibv_device *ibdev, int cmd_
 	if (sv_wire_start(ctx))
 		goto err_close;
 	verbs_set_ops(&ctx->vctx, &ops);
+	ctx_list_add(ctx);
 	return &ctx->vctx;
 
 err_close:

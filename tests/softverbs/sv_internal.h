@@ -140,7 +140,8 @@ struct sv_ctx {
 	struct sv_mr **mrs;
 	uint32_t nmrs_cap;
 	uint8_t mr_gen;
-	struct sv_qp *qps; /* list of live QPs */
+	struct sv_qp *qps;	  /* list of live QPs */
+	struct sv_ctx *fork_next; /* the process's contexts (sv_device.c, fork) */
 };
 
 static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c)
@@ -317,6 +318,7 @@ struct sv_qp {
 	bool rx_has_rwqe;
 	uint8_t *rx_bounce; /* SEND scatter / reverse placement / small payload staging */
 	bool rx_acked;	    /* its ACK left before the payload was placed */
+	uint8_t rx_small[SV_ACK_FIRST_MAX]; /* rx_bounce of a small payload (no malloc) */
 	bool rx_stalled_rnr;
 	bool rx_rnr_sent;
 	uint64_t rx_rnr_deadline_ns;

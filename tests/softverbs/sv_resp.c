@@ -367,7 +367,7 @@ void sv_resp_rx(struct sv_qp *qp)
 					nak(qp, IBV_WC_REM_OP_ERR, 0);
 			} else if (!qp->rx_nak && qp->rx_hdr.op != SV_OP_READ && qp->rx_hdr.len &&
 				   qp->rx_hdr.len <= SV_ACK_FIRST_MAX) {
-				qp->rx_bounce = malloc(qp->rx_hdr.len); /* else: placed directly */
+				qp->rx_bounce = qp->rx_small;
 			}
 		}
 		if (qp->rx_hdr.op != SV_OP_READ && qp->rx_got < qp->rx_hdr.len) {
@@ -417,7 +417,8 @@ void sv_resp_rx(struct sv_qp *qp)
 			} else if (qp->rx_dst) {
 				place_staged(qp->rx_dst, qp->rx_bounce, qp->rx_hdr.len, reverse);
 			}
-			free(qp->rx_bounce);
+			if (qp->rx_bounce != qp->rx_small)
+				free(qp->rx_bounce);
 			qp->rx_bounce = NULL;
 		}
 		atomic_thread_fence(memory_order_release);

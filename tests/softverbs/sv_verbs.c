@@ -457,7 +457,8 @@ static int sv_destroy_qp(struct ibv_qp *ibqp)
 	pthread_mutex_unlock(&ctx->lock);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
-	free(qp->rx_bounce);
+	if (qp->rx_bounce != qp->rx_small)
+		free(qp->rx_bounce);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp);
