@@ -130,6 +130,7 @@ struct sv_ctx {
 	int epfd;
 	pthread_t thread;
 	atomic_bool stop;
+	atomic_bool running; /* the progress thread reached its loop */
 	char fabric[IBV_SYSFS_PATH_MAX];
 	uint32_t fabric_hash;
 	struct sv_faults faults;

@@ -7,6 +7,7 @@
 #include "sv_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -501,6 +502,7 @@ static void *progress_main(void *arg)
 	struct epoll_event evs[64];
 	int timeout_ms = 10;
 
+	atomic_store(&ctx->running, true);
 	while (!atomic_load(&ctx->stop)) {
 		int n = epoll_wait(ctx->epfd, evs, 64, timeout_ms);
 		uint64_t now, next = 0;
@@ -559,6 +561,10 @@ int sv_wire_start(struct sv_ctx *ctx)
 	ep_add(ctx, ctx->wake_fd, EPOLLIN, SV_EV_WAKE);
 	if (pthread_create(&ctx->thread, NULL, progress_main, ctx))
 		goto err_close;
+	/* back once the thread runs: a fork() right after never copies it
+	 * half-way through its start-up, which allocates (sv_device.c, fork) */
+	while (!atomic_load(&ctx->running))
+		sched_yield();
 	return 0;
 
 err_close:

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,6 +259,7 @@ static void *async_main(void *arg)
 		{.fd = h->stop_fd, .events = POLLIN},
 	};
 
+	atomic_store_explicit(&h->async_running, true, memory_order_release);
 	for (;;) {
 		struct ibv_async_event ev;
 
@@ -289,6 +291,13 @@ static int async_start(struct rw_ib_hca *h)
 		rw_close_fd(&h->stop_fd);
 		return -EAGAIN;
 	}
+	/* Return once the thread runs: a fork() right after (a test's peer, a
+	 * launcher) then never copies it half-way through its start-up, which
+	 * allocates (under ASan a child inherited that allocator lock held and
+	 * its own threads hung at their first allocation).  The thread's own
+	 * first statement ends the wait. */
+	while (!atomic_load_explicit(&h->async_running, memory_order_acquire))
+		sched_yield();
 	h->async_started = true;
 	rw_ib_live_add(RW_IB_LIVE_THREADS, 1);
 	return 0;

@@ -150,6 +150,7 @@ struct rw_ib_hca {
 	pthread_t async;
 	int stop_fd; /* eventfd that stops the async thread */
 	bool async_started;
+	atomic_bool async_running; /* the thread reached its loop (async_start waits) */
 	pthread_mutex_t reg_lock;
 	struct rw_ib_reg **regs; /* sorted by start address */
 	int nregs, regs_cap;
