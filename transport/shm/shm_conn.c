@@ -424,8 +424,15 @@ int rw_shm_poll_reply(struct rw_shm_comm *c)
 		return 0;
 	}
 	if (n <= 0) {
-		rc = reply_fail(c, -ECONNREFUSED,
-				"the peer closed the rendezvous before accepting");
+		char why[96];
+
+		/* say what the socket said: an end of file is the peer's close,
+		 * anything else an error of its own */
+		if (n < 0)
+			snprintf(why, sizeof(why), "reading the peer's reply failed: %s",
+				 strerror((int)-n));
+		rc = reply_fail(c, n < 0 ? (int)n : -ECONNREFUSED,
+				n < 0 ? why : "the peer closed the rendezvous before accepting");
 		goto out_close_fd;
 	}
 	if (n != (ssize_t)sizeof(r) || r.magic != RW_SHM_MAGIC || r.version != RW_SHM_VERSION ||
