@@ -250,21 +250,21 @@ void child_write(struct child *k, const void *buf, size_t n)
 	CHILD_CHECK(write(k->from[1], buf, n) == (ssize_t)n);
 }
 
-struct rw_net *child_net(void)
-{
-	struct rw_net *n = NULL;
-
-	CHILD_CHECK(conf_be->create(&conf_cfg, &n) == 0);
-	return n;
-}
-
-struct rw_net *conf_net_patient(int64_t timeout_ms)
+struct rw_net *conf_net_timeout(int64_t timeout_ms)
 {
 	struct rw_config cfg = conf_cfg;
 	struct rw_net *n = NULL;
 
 	cfg.timeout_ms = timeout_ms;
 	return conf_be->create(&cfg, &n) == 0 ? n : NULL;
+}
+
+struct rw_net *child_net(void)
+{
+	struct rw_net *n = conf_net_timeout(conf_cfg.timeout_ms);
+
+	CHILD_CHECK(n != NULL);
+	return n;
 }
 
 /* Child: connect to the parent's handle and send 1 MiB messages, 4 in
@@ -274,7 +274,7 @@ struct rw_net *conf_net_patient(int64_t timeout_ms)
  * (the child gone, that receive saw a reset instead of a message). */
 static void child_sender(struct child *k)
 {
-	struct rw_net *n = conf_net_patient(60000);
+	struct rw_net *n = conf_net_timeout(60000);
 	struct rw_net_comm *s;
 	struct buf b;
 	struct op ops[4];
@@ -303,7 +303,7 @@ static void child_receiver(struct child *k)
 {
 	/* its receive waits on the parent's send: a long clock, as the
 	 * sender child's, so a delayed parent is not a failure */
-	struct rw_net *n = conf_net_patient(60000);
+	struct rw_net *n = conf_net_timeout(60000);
 	struct rw_net_listen *l;
 	struct rw_net_comm *r;
 	struct buf b;
@@ -366,12 +366,11 @@ bool connection_error(int rc)
  * showed it.) */
 #define KILLED_PEER_TIMEOUT_MS 10000
 
-static struct rw_net *killed_peer_net(int64_t *timeout_ms)
+static struct rw_net *killed_peer_net(void)
 {
-	struct rw_net *n = conf_net_patient(KILLED_PEER_TIMEOUT_MS);
+	struct rw_net *n = conf_net_timeout(KILLED_PEER_TIMEOUT_MS);
 
 	assert_non_null(n);
-	*timeout_ms = KILLED_PEER_TIMEOUT_MS;
 	return n;
 }
 
@@ -391,8 +390,7 @@ void peer_killed_while_sending(void **state)
 	struct rw_net_comm *r;
 	struct buf b;
 	struct op op;
-	int64_t limit;
-	struct rw_net *n = killed_peer_net(&limit);
+	struct rw_net *n = killed_peer_net();
 	uint64_t t0;
 	int rc = 0;
 
@@ -415,13 +413,13 @@ void peer_killed_while_sending(void **state)
 	for (int i = 0; i < 64 && !rc; i++) {
 		rc = conf_recv1_post(r, &b, MIB, 0, &op);
 		if (!rc) {
-			assert_int_equal(conf_drive(&op, 1, limit + 3000), 0);
+			assert_int_equal(conf_drive(&op, 1, KILLED_PEER_TIMEOUT_MS + 3000), 0);
 			rc = op.rc;
 		}
 	}
 	if (!connection_error(rc))
 		fail_msg("expected a connection error, got %d", rc);
-	assert_true(rw_now_ms() - t0 <= (uint64_t)limit + 2000);
+	assert_true(rw_now_ms() - t0 <= (uint64_t)KILLED_PEER_TIMEOUT_MS + 2000);
 	assert_true(rw_test_log_count(conf_be->peer_hint) > 0);
 	conf_buf_put(r, &b);
 	assert_int_equal(rw_net_close_recv(r), 0);
@@ -434,8 +432,7 @@ void peer_killed_while_receiving(void **state)
 	struct rw_net_comm *s;
 	struct buf b;
 	struct op op;
-	int64_t limit;
-	struct rw_net *n = killed_peer_net(&limit);
+	struct rw_net *n = killed_peer_net();
 	uint64_t t0;
 	char c;
 	int rc = 0;
@@ -461,13 +458,13 @@ void peer_killed_while_receiving(void **state)
 	for (int i = 0; i < 64 && !rc; i++) {
 		rc = conf_send_post(s, b.p, MIB, 0, b.mr, &op);
 		if (!rc) {
-			assert_int_equal(conf_drive(&op, 1, limit + 3000), 0);
+			assert_int_equal(conf_drive(&op, 1, KILLED_PEER_TIMEOUT_MS + 3000), 0);
 			rc = op.rc;
 		}
 	}
 	if (!connection_error(rc))
 		fail_msg("expected a connection error, got %d", rc);
-	assert_true(rw_now_ms() - t0 <= (uint64_t)limit + 2000);
+	assert_true(rw_now_ms() - t0 <= (uint64_t)KILLED_PEER_TIMEOUT_MS + 2000);
 	assert_true(rw_test_log_count(conf_be->peer_hint) > 0);
 	conf_buf_put(s, &b);
 	assert_int_equal(rw_net_close_send(s), 0);

@@ -113,10 +113,10 @@ void child_reap(struct child *k, bool killed);
 void child_write(struct child *k, const void *buf, size_t n);
 /** Child: a transport instance of its own, as the parent's. */
 struct rw_net *child_net(void);
-/** Either process: a transport instance as conf_net, but whose waits on a
- *  peer last timeout_ms (for messages between live processes that a loaded
- *  host must not fail); NULL if it cannot be created. */
-struct rw_net *conf_net_patient(int64_t timeout_ms);
+/** Either process: a transport instance as conf_net, but with its own
+ *  RINGWAY_TIMEOUT_MS (long, for messages between live processes that a
+ *  loaded host must not fail); NULL if it cannot be created. */
+struct rw_net *conf_net_timeout(int64_t timeout_ms);
 /** A connection error: -ECONNRESET, -EPIPE or -ETIMEDOUT. */
 bool connection_error(int rc);
 

@@ -513,7 +513,7 @@ static struct plan two_proc_plan;
 /* Child: the sending side of two_proc_plan; reports its result as an int. */
 static void child_random_sender(struct child *k)
 {
-	struct rw_net *n = conf_net_patient(TWO_PROC_TIMEOUT_MS);
+	struct rw_net *n = conf_net_timeout(TWO_PROC_TIMEOUT_MS);
 	struct rw_net_comm *s;
 	struct tx t;
 	const char *what = "";
@@ -541,7 +541,7 @@ void grouped_random_tag_orders_two_processes(void **state)
 	struct rw_net_listen *l;
 	struct rw_net_comm *r;
 	struct rx x;
-	struct rw_net *net = conf_net_patient(TWO_PROC_TIMEOUT_MS);
+	struct rw_net *net = conf_net_timeout(TWO_PROC_TIMEOUT_MS);
 	uint64_t deadline = rw_now_ms() + 6 * WAIT_MS;
 	int n = conf_props.max_recvs, rc = 0, child_rc = -1;
 
