@@ -481,6 +481,27 @@ void rw_coll_act_fini(struct rw_coll_req *r);
 int rw_coll_fold(const struct rw_coll_req *r, void *dst, const void *local, const void *slot,
 		 size_t count, bool final);
 
+/** A receive that the engine takes where the link holds it, as it arrives
+ *  (rw_net_irecv_sink), with no copy out first: a chunk to reduce is
+ *  folded, each piece at offset off becoming dst + off = local + off op
+ *  piece (rw_coll_fold); a chunk to keep is copied to dst + off.  Lives
+ *  where the receive's record does, until the receive is done or its link
+ *  closed. */
+struct rw_coll_sink {
+	struct rw_net_sink sink;
+	const struct rw_coll_req *r;
+	char *dst;
+	const char *local; /* NULL: copy */
+	bool final;
+};
+
+/** Whether a host collective's receives on comm can be taken on arrival. */
+bool rw_coll_can_sink(const struct rw_coll_req *r, const struct rw_net_comm *comm);
+/** local == NULL: copy to dst; else fold with local into dst (final: the
+ *  reduction's last step, as rw_coll_fold). */
+void rw_coll_sink_init(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
+		       const void *local, bool final);
+
 /* Device collectives: a channel's slot in device memory and in host
  * memory (both at the stride dev_chunk_bytes). */
 char *rw_coll_dslot(const struct rw_coll_comm *c, int ch, int slot);

@@ -231,6 +231,38 @@ int rw_coll_fold(const struct rw_coll_req *r, void *dst, const void *local, cons
 	return rw_reduce_multi(dst, srcs, 2, count, r->a.dtype, r->redop);
 }
 
+static int sink_put(void *arg, size_t off, const void *src, size_t len)
+{
+	const struct rw_coll_sink *s = arg;
+
+	if (s->local)
+		return rw_coll_fold(s->r, s->dst + off, s->local + off, src, len / s->r->esize,
+				    s->final);
+	if (s->dst + off != (const char *)src)
+		memcpy(s->dst + off, src, len);
+	return 0;
+}
+
+bool rw_coll_can_sink(const struct rw_coll_req *r, const struct rw_net_comm *comm)
+{
+	/* every piece but the last is a multiple of RW_NET_SINK_ALIGN bytes,
+	 * so it holds whole elements */
+	return r->mem == RW_COLL_MEM_HOST && rw_net_has_sink(comm) &&
+	       RW_NET_SINK_ALIGN % r->esize == 0;
+}
+
+void rw_coll_sink_init(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
+		       const void *local, bool final)
+{
+	*s = (struct rw_coll_sink){
+		.sink = {.put = sink_put, .arg = s},
+		.r = r,
+		.dst = dst,
+		.local = local,
+		.final = final,
+	};
+}
+
 int rw_coll_dev_chunk(struct rw_coll_req *r, int ch, int action, void *out, const void *local,
 		      int slot, size_t count, bool forwarded, int ev, bool *fwd_dev)
 {

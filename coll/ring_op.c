@@ -52,8 +52,10 @@ struct pend_recv {
 	struct rw_ring_pos pos;
 	int slot; /* -1: straight into recvbuf */
 	enum recv_state state;
+	bool sunk;    /* its sink took it on arrival: nothing left to do */
 	bool keep;    /* processed: hold the slot for a forward (else free it) */
 	bool fwd_dev; /* the forward's copy is the device slot (else host) */
+	struct rw_coll_sink sink;
 };
 
 struct held {
@@ -311,9 +313,10 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 	if (ch == 0 && !st->sig_rposted)
 		return 0; /* the signature is the first message */
 	while (cs->rmore && cs->pr_n < RW_COLL_MAX_RECVS) {
+		struct pend_recv *p = &cs->pr[(cs->pr_head + cs->pr_n) % RW_COLL_MAX_RECVS];
 		struct rw_ring_msg m;
 		size_t size;
-		bool staged;
+		bool staged, sink;
 		void *data;
 		struct rw_net_mr *mr;
 		struct rw_net_req *req = NULL;
@@ -338,7 +341,25 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			data = at(r->a.recvbuf, m.off, r->dst_base, r->esize);
 			mr = rw_coll_mr_on(r->a.recv_mr, l);
 		}
-		rc = rw_net_irecv(comm, 1, &data, &size, &tag, &mr, &req);
+		/* a host chunk is taken where the link holds it, as it
+		 * arrives, when the link can: folded, or copied to recvbuf
+		 * (its sink may run in this very call) */
+		sink = rw_coll_can_sink(r, comm);
+		*p = (struct pend_recv){.pos = cs->rpos, .slot = slot, .sunk = sink};
+		if (sink) {
+			bool fwd = m.action == RW_RING_REDUCE_FWD;
+
+			if (staged)
+				rw_coll_sink_init(
+					&p->sink, r,
+					fwd ? data : at(r->a.recvbuf, m.off, r->dst_base, r->esize),
+					at(r->a.sendbuf, m.off, r->src_base, r->esize), !fwd);
+			else
+				rw_coll_sink_init(&p->sink, r, data, NULL, false);
+			rc = rw_net_irecv_sink(comm, data, size, tag, mr, &p->sink.sink, &req);
+		} else {
+			rc = rw_net_irecv(comm, 1, &data, &size, &tag, &mr, &req);
+		}
 		if (rc)
 			return rw_coll_fail(r, rc, prev_rank(c), "posting a receive from", m.step,
 					    m.chunk);
@@ -346,8 +367,8 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			break;
 		if (staged)
 			cs->nfree--;
-		cs->pr[(cs->pr_head + cs->pr_n++) % RW_COLL_MAX_RECVS] =
-			(struct pend_recv){.req = req, .pos = cs->rpos, .slot = slot};
+		p->req = req;
+		cs->pr_n++;
 		cs->rmore = rw_ring_plan_recv_next(&st->plan, ch, &cs->rpos);
 		*progressed = true;
 	}
@@ -384,6 +405,14 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 		p->state = RECV_DEVICE;
 		return rw_coll_dev_chunk(r, ch, (int)m->action, out, local, p->slot, m->count,
 					 m->forwarded, ev, &p->fwd_dev);
+	}
+	if (p->sunk) {
+		/* its sink did the fold (into the slot, forwarded from there,
+		 * or into recvbuf) or the copy into recvbuf */
+		p->keep = m->action == RW_RING_REDUCE_FWD;
+		if (m->action != RW_RING_COPY)
+			r->comm->stats.arrival_folds++;
+		return 0;
 	}
 	switch (m->action) {
 	case RW_RING_REDUCE_FWD:

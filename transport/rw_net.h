@@ -121,6 +121,22 @@ struct rw_net_desc {
 	char peer[64];	  /**< the peer, as the transport's messages name it */
 };
 
+/**
+ * Where a receive with a sink (rw_net_irecv_sink()) hands its message: put
+ * is called with every byte of it once, in order, in pieces [off, off +
+ * len) at src; every piece but the last starts and ends at a multiple of
+ * RW_NET_SINK_ALIGN.  src is the receive's own buffer or the transport's
+ * memory (valid during the call only; a peer may be writing next to it).
+ * put runs inside the transport's calls on that comm (irecv, test), on the
+ * caller's thread; it returns 0, or -errno, which fails the receive.
+ */
+struct rw_net_sink {
+	int (*put)(void *arg, size_t off, const void *src, size_t len);
+	void *arg;
+};
+
+#define RW_NET_SINK_ALIGN 64
+
 struct rw_net;
 struct rw_net_listen;
 struct rw_net_comm;
@@ -196,6 +212,17 @@ struct rw_net_ops {
 	 *  caller's idle time and bounds its own waits.  -EINVAL on a send
 	 *  comm. */
 	int (*patient)(struct rw_net_comm *comm);
+	/** Optional (NULL: -ENOTSUP): irecv of one host buffer whose message
+	 *  is handed to sink (struct rw_net_sink) as it arrives, so the caller
+	 *  can consume it (fold it into a sum) where the transport holds it,
+	 *  with no copy out first.  data (size bytes, in mr) is where the
+	 *  transport may land bytes before handing them over; what it holds
+	 *  afterwards is unspecified.  Matching, sizes, errors and the done
+	 *  test are irecv's; done means put has had every byte.  *sink must
+	 *  stay valid until then, or until the comm is closed. */
+	int (*irecv_sink)(struct rw_net_comm *comm, void *data, size_t size, int tag,
+			  struct rw_net_mr *mr, const struct rw_net_sink *sink,
+			  struct rw_net_req **req);
 };
 
 /** Base of every transport instance. */
@@ -338,6 +365,23 @@ static inline int rw_net_window(struct rw_net_comm *c, void **addr, size_t *byte
 static inline int rw_net_patient(struct rw_net_comm *c)
 {
 	return c->net->ops->patient ? c->net->ops->patient(c) : -ENOTSUP;
+}
+
+/** Whether recv comm c takes receives with a sink (rw_net_irecv_sink). */
+static inline bool rw_net_has_sink(const struct rw_net_comm *c)
+{
+	return c->net->ops->irecv_sink != NULL;
+}
+
+/** A receive whose message goes to sink (see rw_net_ops.irecv_sink), or
+ *  -ENOTSUP. */
+static inline int rw_net_irecv_sink(struct rw_net_comm *c, void *data, size_t size, int tag,
+				    struct rw_net_mr *mr, const struct rw_net_sink *sink,
+				    struct rw_net_req **req)
+{
+	if (!c->net->ops->irecv_sink)
+		return -ENOTSUP;
+	return c->net->ops->irecv_sink(c, data, size, tag, mr, sink, req);
 }
 
 /** 0 while a comm with a window is sound, else its error. */

@@ -280,6 +280,63 @@ static void three_channels_small_chunks(void **state)
 	assert_int_equal(coll_fork(4, env, shapes, &large, 120), 0);
 }
 
+/* Every dtype and op through the ring over shm, where a host chunk is
+ * taken as it arrives (rw_net_irecv_sink): folded straight from the slots
+ * when it is to be reduced, copied from them when it is kept; 4 KiB slots
+ * cut every chunk into fragments, and the 64 KiB chunks, large enough for
+ * cross-memory attach, go through the slots too.  Allgather and broadcast
+ * (copies only) as well; the reduce-scatter's own layout and in place. */
+static int folds_on_arrival(struct rw_comm *w, int rank, int p, void *arg)
+{
+	static const size_t counts[] = {0, 1, 2, 7, 1000, 30001};
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_stats s0, s1;
+	uint64_t seed = 7000;
+	int bad = 0;
+
+	(void)arg;
+	rw_coll_comm_stats(c, &s0);
+	for (int dt = 0; dt < RW_DTYPE_COUNT; dt++) {
+		for (int op = 0; op < RW_OP_COUNT; op++) {
+			for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
+				for (int ip = 0; ip < 2; ip++, seed++) {
+					bad += check_allreduce(c, rank, p, counts[i], dt, op, ip,
+							       seed);
+					if (counts[i] <= 1000)
+						bad += check_reduce_scatter(c, rank, p, counts[i],
+									    dt, op, ip, seed);
+				}
+			}
+		}
+	}
+	rw_coll_comm_stats(c, &s1);
+	if (s1.arrival_folds == s0.arrival_folds) {
+		fprintf(stderr, "rank %d: no chunk was folded on arrival over shm\n", rank);
+		bad++;
+	}
+	return bad;
+}
+
+static void ring_folds_chunks_on_arrival(void **state)
+{
+	static const char *const env[] = {"RINGWAY_TRANSPORT",
+					  "shm",
+					  "RINGWAY_ALGO",
+					  "ring",
+					  "RINGWAY_CHUNK_BYTES",
+					  "64K",
+					  "RINGWAY_SHM_SLOT_BYTES",
+					  "4K",
+					  "RINGWAY_SHM_CMA_MIN",
+					  "32K",
+					  NULL};
+
+	(void)state;
+	assert_int_equal(coll_fork(2, env, folds_on_arrival, NULL, 200), 0);
+	assert_int_equal(coll_fork(3, env, folds_on_arrival, NULL, 200), 0);
+	assert_int_equal(coll_fork(3, env, gather_and_bcast, NULL, 200), 0);
+}
+
 static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
 {
 	static const size_t counts[] = {0, 1, 2, 7, 100003};
@@ -540,6 +597,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(one_to_five_ranks, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(three_channels_small_chunks, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(ring_folds_chunks_on_arrival, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(parameter_server_baseline, rw_test_setup_log,
 						rw_test_teardown_log),

@@ -8,7 +8,8 @@
  * every stream op slowed so the receiver polls its event while copies are
  * in flight.  Device -> device moves exactly one device-to-device copy per
  * message on the receiver, none through host memory on either side; each
- * receiver opens the sender's allocation once.
+ * receiver opens the sender's allocation once.  Last, a device message to a
+ * host receive with a sink: it lands in the buffer, then goes over whole.
  */
 #include "support/rw_test.h"
 
@@ -22,6 +23,7 @@
 #define NCHUNK	 8
 #define CHUNK	 (MIB + 4096)
 #define PIPE_TAG 1000
+#define SINK_TAG 2000
 
 static struct rw_config cfg;
 
@@ -70,6 +72,45 @@ static void receive_chunks(struct rw_net_comm *r, char *host, char *want)
 	rw_cuda_free(d);
 }
 
+/* A host receive with a sink (rw_net_irecv_sink) of a device message:
+ * the CUDA IPC copy lands in the receive's buffer, which goes to the sink
+ * whole, once its event has run. */
+struct landed {
+	const char *buf;
+	size_t got;
+	int pieces, from_buf;
+};
+
+static int take_landed(void *arg, size_t off, const void *src, size_t len)
+{
+	struct landed *l = arg;
+
+	l->pieces++;
+	l->from_buf += off == 0 && src == l->buf;
+	l->got += len;
+	return 0;
+}
+
+static void receive_into_sink(struct rw_net_comm *r, char *host, char *want)
+{
+	struct landed l = {.buf = host};
+	struct rw_net_sink sink = {.put = take_landed, .arg = &l};
+	struct rw_net_mr *mr;
+	struct rw_net_req *req = NULL;
+	uint64_t end = rw_now_ms() + SHM_WAIT_MS;
+	size_t got = 0;
+
+	memset(host, 0, CHUNK);
+	CHILD_CHECK(rw_net_reg_mr(r, host, CHUNK, RW_PTR_HOST, &mr) == 0);
+	while (!req && rw_now_ms() < end)
+		CHILD_CHECK(rw_net_irecv_sink(r, host, CHUNK, SINK_TAG, mr, &sink, &req) == 0);
+	CHILD_CHECK(req && shm_wait_req(req, &got, SHM_WAIT_MS) == 0 && got == CHUNK);
+	CHILD_CHECK(l.pieces == 1 && l.from_buf == 1 && l.got == CHUNK);
+	rw_test_fill(want, CHUNK, 78);
+	CHILD_CHECK(memcmp(host, want, CHUNK) == 0);
+	rw_net_dereg_mr(r, mr);
+}
+
 static void child_receiver(struct shm_child *k)
 {
 	struct rw_net_props props;
@@ -109,6 +150,7 @@ static void child_receiver(struct shm_child *k)
 		shm_dev_free(c->recv_dev, p);
 	}
 	receive_chunks(r, host, want);
+	receive_into_sink(r, host, want);
 	rw_net_close_recv(r);
 	rw_net_close_listen(l);
 	rw_net_destroy(n);
@@ -175,6 +217,19 @@ static void child_sender(struct shm_child *k)
 		shm_dev_free(c->send_dev, p);
 	}
 	send_chunks(s, host);
+	{ /* to the receiver's sink */
+		char *d = shm_dev_alloc(true, CHUNK);
+		struct rw_net_mr *mr;
+		struct rw_net_req *req;
+
+		rw_test_fill(host, CHUNK, 78);
+		CHILD_CHECK(rw_cuda_memcpy(d, host, CHUNK) == 0);
+		CHILD_CHECK(rw_net_reg_mr(s, d, CHUNK, RW_PTR_CUDA, &mr) == 0);
+		CHILD_CHECK(shm_send(s, d, CHUNK, SINK_TAG, mr, &req) == 0);
+		CHILD_CHECK(shm_wait_req(req, NULL, SHM_WAIT_MS) == 0);
+		rw_net_dereg_mr(s, mr);
+		rw_cuda_free(d);
+	}
 	rw_net_close_send(s);
 	rw_net_destroy(n);
 	_exit(0);

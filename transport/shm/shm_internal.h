@@ -183,6 +183,7 @@ struct rw_shm_rbuf {
 	int tag;
 	int type; /* RW_PTR_HOST or RW_PTR_CUDA */
 	bool matched;
+	const struct rw_net_sink *sink; /* irecv_sink: the bytes go here */
 };
 
 struct rw_shm_req {
@@ -199,10 +200,11 @@ struct rw_shm_req {
 	int tag;
 	int type;
 	struct rw_shm_mr *mr;
-	uint64_t seq;	/* message number */
-	uint32_t mode;	/* enum rw_shm_slot_kind, 0 until chosen */
-	size_t sent;	/* bytes published into slots (FRAG) */
-	bool published; /* every slot of the message is out */
+	uint64_t seq;	 /* message number */
+	uint32_t mode;	 /* enum rw_shm_slot_kind, 0 until chosen */
+	bool slots_only; /* send: its receive takes it from the slots (no CMA) */
+	size_t sent;	 /* bytes published into slots (FRAG) */
+	bool published;	 /* every slot of the message is out */
 	/* receive: n messages, each to the buffer with its tag */
 	int n;
 	int nmatched;
@@ -280,6 +282,7 @@ struct rw_shm_data {
 	uint64_t cur_size;
 	uint64_t cur_off; /* FRAG: bytes received so far */
 	int cur_err;	  /* the message fails (-EMSGSIZE ...) */
+	bool cur_land;	  /* a sink's message lands in its buffer, put whole at the end */
 	char *bounce;	  /* CMA into device memory goes through here */
 	void *stream;	  /* CUDA stream of this comm's copies (lazy) */
 	void *event;	  /* recorded after each CUDA copy */
@@ -408,6 +411,9 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 		 struct rw_net_req **req);
 int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
 		 struct rw_net_mr **mrs, struct rw_net_req **req);
+int rw_shm_irecv_sink(struct rw_net_comm *comm, void *data, size_t size, int tag,
+		      struct rw_net_mr *mr, const struct rw_net_sink *sink,
+		      struct rw_net_req **req);
 int rw_shm_iflush(struct rw_net_comm *comm, int n, void **data, const int *sizes,
 		  struct rw_net_mr **mrs, struct rw_net_req **req);
 int rw_shm_test(struct rw_net_req *req, int *done, size_t *sizes);

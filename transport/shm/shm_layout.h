@@ -23,6 +23,9 @@
  *      the sender writes it, the receiver reads it, and what it holds is
  *      the user's protocol (rw_net's window(); the engine's small
  *      collectives, coll/small_win.c); the transport never touches it.
+ *   5  a post entry's n carries flags above its count: RW_SHM_POST_SLOTS,
+ *      a receive that consumes its message where it lies (a sink, rw_net's
+ *      irecv_sink) asks for the slots, never cross-memory attach.
  *
  * Rendezvous.  A listener binds an AF_UNIX SOCK_SEQPACKET socket to the
  * abstract name RW_SHM_SOCK_PREFIX "<nonce as 16 hex digits>"; the handle
@@ -95,7 +98,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RW_SHM_VERSION	      4
+#define RW_SHM_VERSION	      5
 #define RW_SHM_MAGIC	      0x4d485352u /* "RSHM" as a little-endian word */
 #define RW_SHM_SEG_MAGIC      0x47455352u /* "RSEG" */
 #define RW_SHM_DB_MAGIC	      0x4c425752u /* "RWBL" */
@@ -293,7 +296,7 @@ static_assert(sizeof(struct rw_shm_seg) <= RW_SHM_CTRL_BYTES, "control page");
 
 /** One posted receive (irecv), in the post ring at RW_SHM_CTRL_BYTES. */
 struct rw_shm_post {
-	uint32_t n;	  /*   0: buffers, 1..RW_SHM_MAX_RECVS */
+	uint32_t n;	  /*   0: buffers, 1..RW_SHM_MAX_RECVS, | RW_SHM_POST_* flags */
 	uint32_t stamp;	  /*   4: seq + 1 (32 bits) once the entry is whole */
 	uint64_t seq;	  /*   8: number of the receive on this connection */
 	int32_t tag[8];	  /*  16: each buffer's tag */
@@ -301,7 +304,12 @@ struct rw_shm_post {
 	uint64_t pad[2];  /* 112 */
 };
 
-#define RW_SHM_MAX_RECVS 8 /* == RW_NET_MAX_RECVS */
+#define RW_SHM_MAX_RECVS   8 /* == RW_NET_MAX_RECVS */
+#define RW_SHM_POST_N_MASK 0xffu
+/* rw_shm_post.n: the receiver takes the message from the slots as it
+ * arrives (a sink): send it through them, not by cross-memory attach,
+ * whose copy into the buffer the receiver would then read again */
+#define RW_SHM_POST_SLOTS (1u << 8)
 static_assert(sizeof(struct rw_shm_post) == 128, "post entry layout");
 static_assert(offsetof(struct rw_shm_post, size[2]) == 64, "n <= 2: the first line is enough");
 static_assert(RW_SHM_POST_BYTES % 4096 == 0, "slots start on a page");

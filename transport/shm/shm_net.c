@@ -250,6 +250,7 @@ static const struct rw_net_ops shm_ops = {
 	.window = rw_shm_window,
 	.check = rw_shm_check,
 	.patient = rw_shm_patient,
+	.irecv_sink = rw_shm_irecv_sink,
 };
 
 /*

@@ -53,6 +53,11 @@ static void finish_message(struct rw_shm_comm *c)
 	struct rw_shm_req *r = c->d.cur_req;
 	int st = c->d.cur_err;
 
+	if (!st && c->d.cur_land && c->d.cur_size) {
+		const struct rw_shm_rbuf *b = &r->buf[c->d.cur_idx];
+
+		st = b->sink->put(b->sink->arg, 0, b->data, (size_t)c->d.cur_size);
+	}
 	if (c->d.cur_idx >= 0)
 		r->buf[c->d.cur_idx].got = st ? 0 : c->d.cur_size;
 	if (st && !r->err)
@@ -70,17 +75,21 @@ static void finish_message(struct rw_shm_comm *c)
 	if (st) { /* an error is final */
 		char why[96];
 
-		snprintf(why, sizeof(why), "message %llu (%llu bytes) could not be copied",
+		snprintf(why, sizeof(why), "message %llu (%llu bytes) could not be taken",
 			 (unsigned long long)c->d.cur_seq, (unsigned long long)c->d.cur_size);
 		rw_shm_conn_fail(c, st, why);
 	}
 }
 
-/* Copy into a receive buffer, host or device. */
-static int copy_in(struct rw_shm_rbuf *b, uint64_t off, const void *src, size_t len)
+/* Bytes [off, off + len) of the current message, at src: into its receive
+ * buffer (host or device), or to its sink. */
+static int copy_in(const struct rw_shm_comm *c, struct rw_shm_rbuf *b, uint64_t off,
+		   const void *src, size_t len)
 {
 	if (!len)
 		return 0;
+	if (b->sink && !c->d.cur_land)
+		return b->sink->put(b->sink->arg, (size_t)off, src, len);
 	if (b->type == RW_PTR_CUDA)
 		return rw_cuda_memcpy(b->data + off, src, len);
 	memcpy(b->data + off, src, len);
@@ -129,7 +138,7 @@ static int take_fragment(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
 	    h.len == 0 || h.len > payload_bytes(c) || h.offset + h.len > c->d.cur_size)
 		return proto_error(c, "fragment out of order", &h);
 	if (!c->d.cur_err) {
-		rc = copy_in(&c->d.cur_req->buf[c->d.cur_idx], h.offset,
+		rc = copy_in(c, &c->d.cur_req->buf[c->d.cur_idx], h.offset,
 			     rw_shm_slot_payload((struct rw_shm_slot *)slot), h.len);
 		if (rc)
 			c->d.cur_err = rc;
@@ -270,13 +279,18 @@ static int start_message(struct rw_shm_comm *c)
 	c->d.cur_size = h.size;
 	c->d.cur_off = 0;
 	c->d.cur_err = 0;
+	/* a sink takes an inline message, and fragments that each hold a
+	 * multiple of RW_NET_SINK_ALIGN, straight from the slots; a CMA or
+	 * CUDA message lands in the buffer first */
+	c->d.cur_land = b->sink && h.kind != RW_SHM_SLOT_INLINE &&
+			(h.kind != RW_SHM_SLOT_FRAG || payload_bytes(c) % RW_NET_SINK_ALIGN != 0);
 	switch (h.kind) {
 	case RW_SHM_SLOT_INLINE:
 		if (h.len != h.size || h.len > payload_bytes(c))
 			return proto_error(c, "bad inline message", &h);
 		if (!c->d.cur_err)
 			c->d.cur_err =
-				copy_in(b, 0, (char *)slot + rw_shm_inline_off(h.len), h.len);
+				copy_in(c, b, 0, (char *)slot + rw_shm_inline_off(h.len), h.len);
 		consume_slot(c);
 		finish_message(c);
 		return (int)RW_MAX(h.len, 1u);
@@ -413,7 +427,8 @@ int rw_shm_rx_progress(struct rw_shm_comm *c, uint64_t now)
 static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
 {
 	struct rw_shm_post *p = &c->d.post[c->d.posted % RW_SHM_POST_RING];
-	struct rw_shm_post e = {.n = (uint32_t)r->n, .seq = c->d.posted};
+	struct rw_shm_post e = {.n = (uint32_t)r->n | (r->buf[0].sink ? RW_SHM_POST_SLOTS : 0),
+				.seq = c->d.posted};
 	size_t len = r->n <= 2 ? RW_SHM_CACHELINE : sizeof(e);
 
 	for (int i = 0; i < r->n; i++) {
@@ -429,13 +444,13 @@ static void post(struct rw_shm_comm *c, const struct rw_shm_req *r)
 	__atomic_store_n(&c->d.seg->rx.posted, c->d.posted, __ATOMIC_RELEASE);
 }
 
-int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
-		 struct rw_net_mr **mrs, struct rw_net_req **req)
+static int irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
+		 struct rw_net_mr **mrs, const struct rw_net_sink *sink, struct rw_net_req **req)
 {
 	struct rw_shm_comm *c;
 	struct rw_shm_req *r;
 	uint64_t now;
-	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, "irecv", &c);
+	int rc = rw_shm_comm_check(comm, RW_SHM_RECV_MAGIC, sink ? "irecv_sink" : "irecv", &c);
 
 	if (rc)
 		return rc;
@@ -467,6 +482,13 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 				i, data[i], sizes[i], (void *)mrs[i], c->peer);
 			return -EINVAL;
 		}
+		if (sink && m->type != RW_PTR_HOST) {
+			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+				"shm: irecv_sink buffer %p from %s: device memory; a sink takes "
+				"host buffers only",
+				data[i], c->peer);
+			return -EINVAL;
+		}
 	}
 	if (c->fail)
 		return c->fail;
@@ -489,6 +511,7 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 			.cap = sizes[i],
 			.tag = tags[i],
 			.type = rw_shm_mr_from(mrs[i])->type,
+			.sink = sink,
 		};
 	}
 	post(c, r);
@@ -500,4 +523,21 @@ int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *siz
 		rw_shm_ring(c);
 	*req = &r->base;
 	return 0;
+}
+
+int rw_shm_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *sizes, const int *tags,
+		 struct rw_net_mr **mrs, struct rw_net_req **req)
+{
+	return irecv(comm, n, data, sizes, tags, mrs, NULL, req);
+}
+
+int rw_shm_irecv_sink(struct rw_net_comm *comm, void *data, size_t size, int tag,
+		      struct rw_net_mr *mr, const struct rw_net_sink *sink, struct rw_net_req **req)
+{
+	if (!sink || !sink->put) {
+		RW_WARN(RW_LOG_NET | RW_LOG_SHM, "shm: irecv_sink(%p, %zu bytes): no sink function",
+			data, size);
+		return -EINVAL;
+	}
+	return irecv(comm, 1, &data, &size, &tag, &mr, sink, req);
 }

@@ -10,7 +10,9 @@
  * A message goes out as one of (chosen when its first slot is written):
  *   INLINE  the message fits one slot's payload;
  *   CMA     host memory of at least RINGWAY_SHM_CMA_MIN bytes, when the
- *           receiver can read our memory: one descriptor slot;
+ *           receiver can read our memory and its receive does not take
+ *           the message from the slots (RW_SHM_POST_SLOTS, a sink): one
+ *           descriptor slot;
  *   CUDA    device memory: one descriptor slot with the IPC handle;
  *   FRAG    otherwise: pieces of one slot payload each, pipelined.
  * A message through the slots completes once it is out; one the receiver
@@ -34,7 +36,7 @@ static uint32_t payload_bytes(const struct rw_shm_comm *c)
 static uint32_t choose_mode(struct rw_shm_comm *c, struct rw_shm_req *r)
 {
 	const struct rw_config *cfg = &c->base.net->cfg;
-	bool cma_size = cfg->shm_cma && r->size >= cfg->shm_cma_min;
+	bool cma_size = cfg->shm_cma && r->size >= cfg->shm_cma_min && !r->slots_only;
 
 	if (r->type == RW_PTR_CUDA)
 		return RW_SHM_SLOT_CUDA;
@@ -283,7 +285,7 @@ int rw_shm_tx_progress(struct rw_shm_comm *c, uint64_t now)
  * now (receive not posted yet, or its buffers with this tag are taken),
  * or -EPROTO (the comm failed: a garbled post entry).
  */
-static int match(struct rw_shm_comm *c, int tag, struct rw_shm_post *e)
+static int match(struct rw_shm_comm *c, int tag, struct rw_shm_post *e, uint32_t *flags)
 {
 	struct rw_shm_data *d = &c->d;
 	const struct rw_shm_post *p = &d->post[d->post_cur % RW_SHM_POST_RING];
@@ -292,9 +294,12 @@ static int match(struct rw_shm_comm *c, int tag, struct rw_shm_post *e)
 		return -1;
 	/* up to two buffers, the entry's first line holds all we read */
 	memcpy(e, p, RW_SHM_CACHELINE);
+	*flags = e->n & ~RW_SHM_POST_N_MASK;
+	e->n &= RW_SHM_POST_N_MASK;
 	if (e->n > 2)
-		memcpy(e, p, sizeof(*e));
-	if (e->n < 1 || e->n > RW_SHM_MAX_RECVS || e->seq != d->post_cur) {
+		memcpy(&e->tag, &p->tag, sizeof(*e) - offsetof(struct rw_shm_post, tag));
+	if (e->n < 1 || e->n > RW_SHM_MAX_RECVS || e->seq != d->post_cur ||
+	    (*flags & ~RW_SHM_POST_SLOTS)) {
 		rw_shm_conn_fail(c, -EPROTO, "a posted receive is garbled");
 		return -EPROTO;
 	}
@@ -372,6 +377,7 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 	struct rw_shm_post e;
 	struct rw_shm_req *r;
 	uint64_t now;
+	uint32_t flags = 0;
 	int rc = rw_shm_comm_check(comm, RW_SHM_SEND_MAGIC, "isend", &c), i;
 
 	if (rc)
@@ -405,7 +411,7 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 		rw_shm_tx_progress(c, now);
 	if (c->fail)
 		return c->fail;
-	i = match(c, tag, &e);
+	i = match(c, tag, &e, &flags);
 	if (i == -EPROTO)
 		return c->fail;
 	if (i < 0 || !(r = rw_shm_req_get(c, RW_SHM_REQ_SEND))) {
@@ -421,6 +427,7 @@ int rw_shm_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, str
 	r->tag = tag;
 	r->mr = m;
 	r->type = m->type;
+	r->slots_only = flags & RW_SHM_POST_SLOTS;
 	r->posted_ns = now;
 	take(c, &e, i);
 	if (size > e.size[i]) {
