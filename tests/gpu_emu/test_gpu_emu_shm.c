@@ -6,10 +6,11 @@
  * slots and through cross-memory attach), checked byte for byte; then a
  * pipelined run of chunks from one registered device buffer into another,
  * every stream op slowed so the receiver polls its event while copies are
- * in flight.  Device -> device moves exactly one device-to-device copy per
- * message on the receiver, none through host memory on either side; each
- * receiver opens the sender's allocation once.  Last, a device message to a
- * host receive with a sink: it lands in the buffer, then goes over whole.
+ * in flight.  Host -> device is staged up through pinned pieces with the
+ * copies slowed too, and no call of the receiver waits for the device.  Device -> device moves
+ * exactly one device-to-device copy per message on the receiver, none through host memory on either
+ * side; each receiver opens the sender's allocation once.  Last, a device message to a host receive
+ * with a sink: it lands in the buffer, then goes over whole.
  */
 #include "support/rw_test.h"
 
@@ -136,10 +137,22 @@ static void child_receiver(struct shm_child *k)
 
 		CHILD_CHECK(rw_net_reg_mr(r, p, c->size, c->recv_dev ? RW_PTR_CUDA : RW_PTR_HOST,
 					  &mr) == 0);
+		/* host -> device: slow copies, so pieces are in flight when
+		 * the next fragment or chunk comes and the ring fills */
+		if (!c->send_dev && c->recv_dev)
+			rw_gpu_emu_set_delay_us(300);
 		rw_gpu_emu_stats(&s0);
 		CHILD_CHECK(shm_recv(r, p, c->size, (int)i, mr, &req) == 0);
 		CHILD_CHECK(shm_wait_req(req, &got, SHM_WAIT_MS) == 0 && got == c->size);
 		rw_gpu_emu_stats(&s1);
+		rw_gpu_emu_set_delay_us(0);
+		if (!c->send_dev && c->recv_dev) {
+			/* staged up through pinned pieces, never waiting for
+			 * the device inside irecv or test */
+			CHILD_CHECK(s1.blocking_thread == s0.blocking_thread);
+			CHILD_CHECK(s1.bytes_h2d - s0.bytes_h2d == c->size);
+			CHILD_CHECK(s1.copies_h2d - s0.copies_h2d >= 1);
+		}
 		if (c->send_dev) { /* one copy out of the peer's allocation, by IPC */
 			CHILD_CHECK(s1.copies_d2d - s0.copies_d2d == (c->recv_dev ? 1u : 0u));
 			CHILD_CHECK(s1.copies_d2h - s0.copies_d2h == (c->recv_dev ? 0u : 1u));

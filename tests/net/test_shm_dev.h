@@ -29,6 +29,7 @@ struct shm_dev_case {
 		{true, true, 8}, {true, true, SHM_DEV_MIB + 3}, {true, true, (big)},               \
 			{true, false, 3 * SHM_DEV_MIB}, /* device -> host by IPC */                \
 			{false, true, 100000},		/* host -> device through the slots */     \
+			{false, true, SHM_DEV_MIB + 5}, /* ... in several fragments */             \
 			{false, true,                                                              \
 			 9 * SHM_DEV_MIB}, /* host -> device by cross-memory attach */             \
 	}

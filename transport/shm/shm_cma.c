@@ -77,17 +77,22 @@ static int claim(struct rw_shm_seg_job *j, uint64_t *w, uint64_t nchunks, uint64
 	return 0;
 }
 
-/* Receiver into device memory: read into the bounce buffer, then copy up. */
-static ssize_t read_to_device(struct rw_shm_comm *c, char *dst, uint64_t src, size_t len)
+/* Receiver into device memory: read into a pinned piece (shm_up.c), then
+ * copy it up without waiting for the device. */
+static ssize_t read_to_device(struct rw_shm_comm *c, char *piece, char *dst, uint64_t src,
+			      size_t len)
 {
-	struct iovec local = {.iov_base = c->d.bounce, .iov_len = len};
+	struct iovec local = {.iov_base = piece, .iov_len = len};
 	struct iovec remote = {.iov_base = (void *)(uintptr_t)src, .iov_len = len};
-	ssize_t n = process_vm_readv(c->peer_pid, &local, 1, &remote, 1, 0);
+	ssize_t n;
 	int rc;
 
+	if (len > RW_SHM_UP_PIECE_BYTES)
+		return -EPROTO; /* the job's chunk is not ours */
+	n = process_vm_readv(c->peer_pid, &local, 1, &remote, 1, 0);
 	if (n != (ssize_t)len)
 		return n < 0 ? -errno : -EFAULT;
-	rc = rw_cuda_memcpy(dst, c->d.bounce, len);
+	rc = rw_shm_up_push(c, dst, len);
 	return rc ? rc : n;
 }
 
@@ -144,10 +149,16 @@ long rw_shm_cma_work(struct rw_shm_comm *c)
 	}
 	for (int k = 0; k < RW_SHM_CMA_BUDGET; k++) {
 		struct iovec local, remote;
+		char *piece = NULL;
+		int prc = 0;
 		uint64_t off;
 		size_t len;
 		ssize_t n;
 
+		/* into device memory: a chunk is claimed only with a piece to
+		 * read it into (a failure to make them fails the chunk) */
+		if (device_dst && (prc = rw_shm_up_piece(c, &piece)) == -EAGAIN)
+			break;
 		if (!claim(j, &w, nchunks, &idx))
 			break;
 		off = idx * chunk;
@@ -159,7 +170,9 @@ long rw_shm_cma_work(struct rw_shm_comm *c)
 			if (n != (ssize_t)len)
 				n = n < 0 ? -errno : -EFAULT;
 		} else if (device_dst) {
-			n = read_to_device(c, (char *)(uintptr_t)(dst + off), src + off, len);
+			n = prc ? prc
+				: read_to_device(c, piece, (char *)(uintptr_t)(dst + off),
+						 src + off, len);
 		} else {
 			local = (struct iovec){(void *)(uintptr_t)(dst + off), len};
 			remote = (struct iovec){(void *)(uintptr_t)(src + off), len};

@@ -43,12 +43,14 @@ int rw_shm_comm_new(struct rw_shm_net *net, bool is_send, struct rw_shm_comm **o
 	return 0;
 }
 
-static void cuda_release(struct rw_shm_data *d)
+static void cuda_release(struct rw_shm_comm *c)
 {
+	struct rw_shm_data *d = &c->d;
 	struct rw_shm_ipc_cache *e, *next;
 
 	if (d->stream)
 		rw_cuda_stream_sync(d->stream); /* no copy may outlive what we free */
+	rw_shm_up_release(c);
 	if (d->event)
 		rw_cuda_event_destroy(d->event);
 	if (d->stream)
@@ -76,8 +78,7 @@ void rw_shm_comm_close(struct rw_shm_comm *c)
 		}
 		rw_shm_ring(c);
 	}
-	cuda_release(d);
-	free(d->bounce);
+	cuda_release(c);
 	rw_shm_live_add(RW_SHM_LIVE_REQS, -c->reqs.used);
 	rw_slab_reset(&c->reqs); /* the memory stays with the shell */
 	rw_shm_unmap(d->peer_db, RW_SHM_DB_BYTES);

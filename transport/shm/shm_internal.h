@@ -42,14 +42,16 @@
 #include "transport/shm/shm_layout.h"
 
 #define RW_SHM_MAX_REQS	       (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS) /* per comm */
-#define RW_SHM_SLAB_REQS       32	    /* requests allocated together */
-#define RW_SHM_CMA_CHUNK       (1u << 20)   /* bytes one side copies per claim */
-#define RW_SHM_CMA_BUDGET      4	    /* claims per progress call and side */
-#define RW_SHM_PAUSE_NS	       5000ull	    /* pure polling before yielding */
-#define RW_SHM_SLEEP_MAX_NS    1000000ull   /* longest sleep in one test() */
-#define RW_SHM_SLEEP_SHARED_NS 100000ull    /* ... when other transports share the thread */
-#define RW_SHM_CHECK_NS	       1000000ull   /* peer liveness checked this often */
-#define RW_SHM_MAX_P2P_BYTES   (1ull << 40) /* one message (NCCL's ceiling) */
+#define RW_SHM_SLAB_REQS       32		/* requests allocated together */
+#define RW_SHM_CMA_CHUNK       (1u << 20)	/* bytes one side copies per claim */
+#define RW_SHM_CMA_BUDGET      4		/* claims per progress call and side */
+#define RW_SHM_UP_PIECES       4		/* host -> device pieces in flight */
+#define RW_SHM_UP_PIECE_BYTES  RW_SHM_CMA_CHUNK /* one CMA chunk per piece */
+#define RW_SHM_PAUSE_NS	       5000ull		/* pure polling before yielding */
+#define RW_SHM_SLEEP_MAX_NS    1000000ull	/* longest sleep in one test() */
+#define RW_SHM_SLEEP_SHARED_NS 100000ull	/* ... when other transports share the thread */
+#define RW_SHM_CHECK_NS	       1000000ull	/* peer liveness checked this often */
+#define RW_SHM_MAX_P2P_BYTES   (1ull << 40)	/* one message (NCCL's ceiling) */
 
 static_assert(RW_SHM_MAX_REQS < RW_SHM_ACK_RING, "ack ring too small");
 static_assert(RW_SHM_MAX_REQS < RW_SHM_POST_RING, "post ring too small");
@@ -225,9 +227,19 @@ static inline struct rw_shm_req *rw_shm_req_from(struct rw_net_req *r)
 /** What the receiver is doing with the message at the head of the ring. */
 enum rw_shm_rx_state {
 	RW_SHM_RX_IDLE = 0,
-	RW_SHM_RX_FRAG, /* waiting for / copying the next fragment */
-	RW_SHM_RX_CMA,	/* a CMA job is running */
-	RW_SHM_RX_CUDA, /* a CUDA copy is in flight */
+	RW_SHM_RX_FRAG,	 /* waiting for / copying the next fragment */
+	RW_SHM_RX_CMA,	 /* a CMA job is running */
+	RW_SHM_RX_CUDA,	 /* a CUDA copy is in flight */
+	RW_SHM_RX_UP,	 /* an inline message is being staged up to the device */
+	RW_SHM_RX_DRAIN, /* every byte is staged up; the device copies run */
+};
+
+/** Pinned pieces staging host bytes up to a device buffer (shm_up.c). */
+struct rw_shm_up {
+	char *pinned; /* RW_SHM_UP_PIECES x RW_SHM_UP_PIECE_BYTES, made on first use */
+	void *ev[RW_SHM_UP_PIECES];
+	unsigned head, n; /* pieces in flight, oldest first */
+	int err;	  /* the first failed copy */
 };
 
 /** One opened peer allocation (CUDA IPC), cached per comm. */
@@ -280,12 +292,13 @@ struct rw_shm_data {
 	int cur_idx;		    /* its buffer, -1 when the message is dropped */
 	uint64_t cur_seq;
 	uint64_t cur_size;
-	uint64_t cur_off; /* FRAG: bytes received so far */
-	int cur_err;	  /* the message fails (-EMSGSIZE ...) */
-	bool cur_land;	  /* a sink's message lands in its buffer, put whole at the end */
-	char *bounce;	  /* CMA into device memory goes through here */
-	void *stream;	  /* CUDA stream of this comm's copies (lazy) */
-	void *event;	  /* recorded after each CUDA copy */
+	uint64_t cur_off;    /* FRAG: bytes received so far */
+	int cur_err;	     /* the message fails (-EMSGSIZE ...) */
+	bool cur_land;	     /* a sink's message lands in its buffer, put whole at the end */
+	size_t cur_up;	     /* bytes of the slot at head already staged up */
+	struct rw_shm_up up; /* host -> device staging */
+	void *stream;	     /* CUDA stream of this comm's copies (lazy) */
+	void *event;	     /* recorded after each CUDA copy */
 	struct rw_shm_ipc_cache *ipc;
 };
 
@@ -466,6 +479,22 @@ int rw_shm_cma_job_done(struct rw_shm_comm *c, int *err);
 /** Receiver closing or failing: stop new claims and wait (bounded) for the
  *  sender's. */
 void rw_shm_cma_job_retire(struct rw_shm_comm *c);
+
+/* --- shm_up.c ---------------------------------------------------------------- */
+
+/** Retire the pieces whose copies ran.  0 when none is in flight (and none
+ *  failed), -EAGAIN while some are, or the first copy's error. */
+int rw_shm_up_reap(struct rw_shm_comm *c);
+/** The next free piece (RW_SHM_UP_PIECE_BYTES), making the ring on first
+ *  use.  -EAGAIN when every piece is in flight. */
+int rw_shm_up_piece(struct rw_shm_comm *c, char **piece);
+/** Copy len bytes of the piece rw_shm_up_piece() gave up to dst, async. */
+int rw_shm_up_push(struct rw_shm_comm *c, void *dst, size_t len);
+/** Stage [*done, len) of src up to dst + *done, as far as pieces are free;
+ *  0 once all of it is, -EAGAIN when out of pieces (call again), -errno. */
+int rw_shm_up_stage(struct rw_shm_comm *c, char *dst, const char *src, size_t len, size_t *done);
+/** At close, after the stream was synchronised. */
+void rw_shm_up_release(struct rw_shm_comm *c);
 
 /* --- shm_wait.c ------------------------------------------------------------ */
 

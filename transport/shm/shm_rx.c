@@ -81,8 +81,8 @@ static void finish_message(struct rw_shm_comm *c)
 	}
 }
 
-/* Bytes [off, off + len) of the current message, at src: into its receive
- * buffer (host or device), or to its sink. */
+/* Bytes [off, off + len) of the current message, at src, into its host
+ * receive buffer or to its sink (a device buffer's are staged up). */
 static int copy_in(const struct rw_shm_comm *c, struct rw_shm_rbuf *b, uint64_t off,
 		   const void *src, size_t len)
 {
@@ -90,10 +90,38 @@ static int copy_in(const struct rw_shm_comm *c, struct rw_shm_rbuf *b, uint64_t 
 		return 0;
 	if (b->sink && !c->d.cur_land)
 		return b->sink->put(b->sink->arg, (size_t)off, src, len);
-	if (b->type == RW_PTR_CUDA)
-		return rw_cuda_memcpy(b->data + off, src, len);
 	memcpy(b->data + off, src, len);
 	return 0;
+}
+
+/*
+ * Bytes [off, off + len) of the current message, in the slot at head, into
+ * its buffer: copied, or staged up to the device (shm_up.c) from where
+ * c->d.cur_up says the last call stopped.  0 once all of them are (the
+ * slot may be consumed), -EAGAIN when the pinned pieces are all in flight
+ * (the slot stays: call again), or -errno (the message fails).
+ */
+static int take_bytes(struct rw_shm_comm *c, struct rw_shm_rbuf *b, uint64_t off, const char *src,
+		      size_t len)
+{
+	int rc;
+
+	if (b->type != RW_PTR_CUDA)
+		return copy_in(c, b, off, src, len);
+	rc = rw_shm_up_stage(c, b->data + off, src, len, &c->d.cur_up);
+	if (rc != -EAGAIN)
+		c->d.cur_up = 0;
+	return rc;
+}
+
+/* Every byte of the current message is in, or on its way up to the device
+ * (which the drain waits for): finish it, or drain first. */
+static void message_in(struct rw_shm_comm *c)
+{
+	if (c->d.cur_idx >= 0 && c->d.cur_req->buf[c->d.cur_idx].type == RW_PTR_CUDA)
+		c->d.rx = RW_SHM_RX_DRAIN;
+	else
+		finish_message(c);
 }
 
 /* The oldest receive still owed a message, or NULL. */
@@ -138,15 +166,17 @@ static int take_fragment(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
 	    h.len == 0 || h.len > payload_bytes(c) || h.offset + h.len > c->d.cur_size)
 		return proto_error(c, "fragment out of order", &h);
 	if (!c->d.cur_err) {
-		rc = copy_in(c, &c->d.cur_req->buf[c->d.cur_idx], h.offset,
-			     rw_shm_slot_payload((struct rw_shm_slot *)slot), h.len);
+		rc = take_bytes(c, &c->d.cur_req->buf[c->d.cur_idx], h.offset,
+				rw_shm_slot_payload((struct rw_shm_slot *)slot), h.len);
+		if (rc == -EAGAIN)
+			return 0; /* the rest of this slot at the next call */
 		if (rc)
 			c->d.cur_err = rc;
 	}
 	c->d.cur_off += h.len;
 	consume_slot(c);
 	if (c->d.cur_off == c->d.cur_size)
-		finish_message(c);
+		message_in(c);
 	return (int)h.len;
 }
 
@@ -220,14 +250,32 @@ static int start_cma(struct rw_shm_comm *c, const struct rw_shm_slot *h)
 
 	if (!c->d.cma)
 		return -EPROTO; /* we never told the sender it could */
-	if (device && !c->d.bounce) {
-		c->d.bounce = malloc(RW_SHM_CMA_CHUNK);
-		if (!c->d.bounce)
-			return -ENOMEM;
-	}
+	/* into device memory the sender does not help: we read each chunk
+	 * into a pinned piece, then copy it up (shm_up.c) */
 	rw_shm_cma_job_start(c, h->seq, h->addr, b->data, h->size, !device);
 	c->d.rx = RW_SHM_RX_CMA;
 	return 0;
+}
+
+/* The inline message in the slot at head, whose header start_message
+ * checked: its bytes into the buffer (perhaps over several calls, when it
+ * is staged up to a device), then the slot is consumed.  Bytes taken. */
+static int take_inline(struct rw_shm_comm *c)
+{
+	const struct rw_shm_slot *slot = rw_shm_slot_at(c, c->d.head);
+	uint32_t len = (uint32_t)c->d.cur_size;
+	int rc;
+
+	if (!c->d.cur_err) {
+		rc = take_bytes(c, &c->d.cur_req->buf[c->d.cur_idx], 0,
+				(const char *)slot + rw_shm_inline_off(len), len);
+		if (rc == -EAGAIN)
+			return 0;
+		c->d.cur_err = rc;
+	}
+	consume_slot(c);
+	message_in(c);
+	return (int)RW_MAX(len, 1u);
 }
 
 /*
@@ -288,12 +336,9 @@ static int start_message(struct rw_shm_comm *c)
 	case RW_SHM_SLOT_INLINE:
 		if (h.len != h.size || h.len > payload_bytes(c))
 			return proto_error(c, "bad inline message", &h);
-		if (!c->d.cur_err)
-			c->d.cur_err =
-				copy_in(c, b, 0, (char *)slot + rw_shm_inline_off(h.len), h.len);
-		consume_slot(c);
-		finish_message(c);
-		return (int)RW_MAX(h.len, 1u);
+		c->d.rx = RW_SHM_RX_UP;
+		rc = take_inline(c);
+		return rc ? rc : 1; /* matched: progress either way */
 	case RW_SHM_SLOT_FRAG:
 		if (h.offset != 0 || h.size <= payload_bytes(c))
 			return proto_error(c, "bad first fragment", &h);
@@ -348,10 +393,20 @@ static long continue_message(struct rw_shm_comm *c)
 		}
 		if (err && !c->d.cur_err)
 			c->d.cur_err = err;
-		finish_message(c);
+		message_in(c);
 		return RW_MAX(n, 1);
 	case RW_SHM_RX_CUDA:
 		rc = rw_cuda_event_query(c->d.event);
+		if (rc == -EAGAIN)
+			return 0;
+		if (rc && !c->d.cur_err)
+			c->d.cur_err = rc;
+		finish_message(c);
+		return 1;
+	case RW_SHM_RX_UP:
+		return take_inline(c);
+	case RW_SHM_RX_DRAIN:
+		rc = rw_shm_up_reap(c);
 		if (rc == -EAGAIN)
 			return 0;
 		if (rc && !c->d.cur_err)

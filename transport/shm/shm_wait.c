@@ -94,7 +94,8 @@ bool rw_shm_peek(struct rw_shm_comm *c)
 		       (__atomic_load_n(&s->rx.acked, __ATOMIC_ACQUIRE) != d->seen_acked ||
 			__atomic_load_n(&s->job.claim, __ATOMIC_ACQUIRE) != d->seen_claim);
 	}
-	if (c->d.rx == RW_SHM_RX_CMA || c->d.rx == RW_SHM_RX_CUDA)
+	if (c->d.rx == RW_SHM_RX_CMA || c->d.rx == RW_SHM_RX_CUDA || c->d.rx == RW_SHM_RX_UP ||
+	    c->d.rx == RW_SHM_RX_DRAIN)
 		return true; /* a copy is ours to drive or to poll: do not sleep */
 	return rw_shm_slot_ready(c, c->d.head) ||
 	       __atomic_load_n(&s->tx.closed, __ATOMIC_ACQUIRE) != 0 ||
