@@ -235,6 +235,8 @@ static int sink_put(void *arg, size_t off, const void *src, size_t len)
 {
 	const struct rw_coll_sink *s = arg;
 
+	if (len % s->r->esize)
+		return -EPROTO; /* the transport broke the piece rule */
 	if (s->local)
 		return rw_coll_fold(s->r, s->dst + off, s->local + off, src, len / s->r->esize,
 				    s->final);

@@ -26,10 +26,17 @@
  *
  * The first message each way on channel 0 is the collective's signature
  * (16 bytes, sent with the first data, no extra round trip), and no
- * received chunk is processed before prev's matched: so what a rank
- * forwards vouches for its predecessors, and ranks that called different
- * collectives fail (with both named) instead of returning wrong data,
- * however far apart they are on the ring.
+ * received chunk is processed (forwarded, or counted done) before prev's
+ * matched: so what a rank forwards vouches for its predecessors, and ranks
+ * that called different collectives fail (with both named) instead of
+ * returning wrong data, however far apart they are on the ring.  Chunks do
+ * land in recvbuf, and a sink (below) folds them there, before that check:
+ * a collective that fails leaves recvbuf undefined, in place its input too.
+ *
+ * Where a link takes receives with a sink (rw_net_irecv_sink: shm), a host
+ * chunk is taken where the link holds it as it arrives, folded from there
+ * (a chunk to reduce) or copied (a chunk to keep), with no copy out of the
+ * transport first; its receive is then done when test() says so.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -163,7 +170,10 @@ static void ring_fini(struct rw_coll_req *r)
 {
 	struct ring_state *st = state_of(r);
 
-	/* requests still in flight were cancelled by closing the links; device
+	/* requests still in flight were cancelled by closing the links (a
+	 * failure), or are never tested again (rw_coll_comm_destroy closes
+	 * them after): a sink's put runs only inside irecv or test on its
+	 * link, so none touches p->sink once we are freed; device
 	 * work still in flight (a failed collective) must end before we do,
 	 * so that nothing is written into the user's buffers afterwards */
 	if (r->mem == RW_COLL_MEM_DEVICE && r->comm->nranks > 1) {

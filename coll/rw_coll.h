@@ -131,8 +131,9 @@ struct rw_coll_stats {
 	uint64_t dev_channels;	   /**< channels whose links both move device memory */
 	uint64_t dev_waits;	   /**< polls that found device work still running */
 	uint64_t dev_inflight_max; /**< most chunks of one channel in device work at once */
-	uint64_t arrival_folds;	   /**< chunks reduced where the link held them, as they
-					arrived (rw_net_irecv_sink), with no copy out first */
+	uint64_t arrival_folds;	   /**< chunks reduced by the link's sink as they arrived
+					(rw_net_irecv_sink): straight from the transport's
+					memory, or from where a large one landed */
 };
 
 void rw_coll_comm_stats(const struct rw_coll_comm *c, struct rw_coll_stats *out);

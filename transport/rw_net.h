@@ -128,7 +128,8 @@ struct rw_net_desc {
  * RW_NET_SINK_ALIGN.  src is the receive's own buffer or the transport's
  * memory (valid during the call only; a peer may be writing next to it).
  * put runs inside the transport's calls on that comm (irecv, test), on the
- * caller's thread; it returns 0, or -errno, which fails the receive.
+ * caller's thread, and must not call into the transport on that comm; it
+ * returns 0, or -errno, which fails the receive (and the connection).
  */
 struct rw_net_sink {
 	int (*put)(void *arg, size_t off, const void *src, size_t len);

@@ -7,13 +7,15 @@
  * enough for cross-memory attach through the slots too (a device message,
  * which lands first, is test_gpu_emu_shm's); several in flight match by tag
  * like plain receives; a sink that fails fails the receive, the sender's
- * request and the connection; bad arguments are refused.
+ * request and the connection; a short fragment inside a message is a
+ * protocol error; bad arguments are refused.
  */
 #include "support/rw_test.h"
 
 #include "common/rw_log.h"
 #include "net/test_shm_util.h"
 #include "transport/shm/shm.h"
+#include "transport/shm/shm_internal.h"
 
 #include "net/test_shm_fixture.h"
 
@@ -289,6 +291,49 @@ static void a_failing_sink_fails_the_receive(void **state)
 	pair_close(&p);
 }
 
+/* A peer that cuts a message into a fragment shorter than its slot before
+ * the last breaks the rule a sink's pieces rest on: the message fails as
+ * a protocol error, and nothing of it reaches the sink. */
+static void a_short_fragment_inside_a_message_is_refused(void **state)
+{
+	const size_t size = 300000;
+	char *b = malloc(size);
+	struct rw_shm_comm *sc;
+	struct rw_shm_slot *slot;
+	struct rw_net_mr *mb;
+	struct rw_net_req *rr;
+	struct recorder k;
+	struct pair p;
+	uint64_t tail;
+
+	(void)state;
+	assert_non_null(b);
+	pair_open(&p);
+	recorder_init(&k, b, size);
+	assert_int_equal(rw_net_reg_mr(p.r, b, size, RW_PTR_HOST, &mb), 0);
+	assert_int_equal(sink_recv(p.r, b, size, 5, mb, &k, &rr), 0);
+	/* play the sender: its first slot, a 100-byte fragment of 300000 */
+	sc = rw_container_of(p.s, struct rw_shm_comm, base);
+	tail = __atomic_load_n(&sc->d.seg->tx.tail, __ATOMIC_RELAXED);
+	slot = (struct rw_shm_slot *)(sc->d.slots +
+				      (size_t)(tail % sc->d.nslots) * sc->d.slot_bytes);
+	*slot = (struct rw_shm_slot){
+		.kind = RW_SHM_SLOT_FRAG, .tag = 5, .size = size, .seq = 0, .len = 100};
+	__atomic_store_n(&slot->stamp, (uint32_t)(tail + 1), __ATOMIC_RELEASE);
+	__atomic_store_n(&sc->d.seg->tx.tail, tail + 1, __ATOMIC_RELEASE);
+	rw_test_log_expect("short fragment inside a message");
+	rw_test_log_expect("receive comm from");
+	rw_test_log_expect("send comm to");
+	assert_int_equal(shm_wait_req(rr, NULL, SHM_WAIT_MS), -EPROTO);
+	assert_int_equal(k.pieces, 0);
+	assert_true(rw_test_log_count("short fragment inside a message") >= 1);
+	assert_int_equal(rw_net_dereg_mr(p.r, mb), 0);
+	free(k.out);
+	free(b);
+	rw_net_close_send(p.s);
+	rw_net_close_recv(p.r);
+}
+
 static void bad_sink_arguments_are_refused(void **state)
 {
 	char b[256], other[64];
@@ -327,6 +372,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(sinks_in_flight_match_by_tag, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_failing_sink_fails_the_receive, setup, teardown),
+		cmocka_unit_test_setup_teardown(a_short_fragment_inside_a_message_is_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(bad_sink_arguments_are_refused, setup, teardown),
 	};
 

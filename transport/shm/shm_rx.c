@@ -165,6 +165,9 @@ static int take_fragment(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
 	if (h.kind != RW_SHM_SLOT_FRAG || h.seq != c->d.cur_seq || h.offset != c->d.cur_off ||
 	    h.len == 0 || h.len > payload_bytes(c) || h.offset + h.len > c->d.cur_size)
 		return proto_error(c, "fragment out of order", &h);
+	/* every fragment but the last fills its slot (a sink relies on it) */
+	if (h.len != payload_bytes(c) && h.offset + h.len != c->d.cur_size)
+		return proto_error(c, "short fragment inside a message", &h);
 	if (!c->d.cur_err) {
 		rc = take_bytes(c, &c->d.cur_req->buf[c->d.cur_idx], h.offset,
 				rw_shm_slot_payload((struct rw_shm_slot *)slot), h.len);
