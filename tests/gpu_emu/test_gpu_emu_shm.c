@@ -267,6 +267,93 @@ static void device_buffers_between_processes(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* Slots larger than a pinned piece (1 MiB): each fragment is staged up in
+ * several pieces, over several calls once the ring is full, the slot
+ * kept until the last of them is out.  Host -> device, no CMA. */
+#define BIG_SIZE (7 * MIB + 5)
+
+static const char *const env_big_slots[] = {
+	"RINGWAY_TIMEOUT_MS", "10000", "RINGWAY_SHM_SLOT_BYTES", "3M", "RINGWAY_SHM_CMA", "0", NULL,
+};
+
+static void child_big_receiver(struct shm_child *k)
+{
+	struct rw_gpu_emu_stats s0, s1;
+	struct rw_net *n = NULL;
+	struct rw_net_listen *l;
+	struct rw_net_comm *r;
+	struct rw_net_mr *mr;
+	struct rw_net_req *req;
+	char *host = malloc(BIG_SIZE), *want = malloc(BIG_SIZE);
+	void *d = shm_dev_alloc(true, BIG_SIZE);
+	size_t got = 0;
+
+	CHILD_CHECK(host && want);
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(rw_net_listen(n, 0, k->handle, &l) == 0);
+	CHILD_CHECK(shm_pipe_write(k->from[1], k->handle, sizeof(k->handle)) == 0);
+	CHILD_CHECK(shm_wait_accept(l, &r) == 0);
+	CHILD_CHECK(rw_net_reg_mr(r, d, BIG_SIZE, RW_PTR_CUDA, &mr) == 0);
+	rw_gpu_emu_set_delay_us(300);
+	rw_gpu_emu_stats(&s0);
+	CHILD_CHECK(shm_recv(r, d, BIG_SIZE, 3, mr, &req) == 0);
+	CHILD_CHECK(shm_wait_req(req, &got, SHM_WAIT_MS) == 0 && got == BIG_SIZE);
+	rw_gpu_emu_stats(&s1);
+	rw_gpu_emu_set_delay_us(0);
+	CHILD_CHECK(s1.blocking_thread == s0.blocking_thread);
+	/* 3 fragments of 3 MiB less the header, 3 pieces each at most */
+	CHILD_CHECK(s1.bytes_h2d - s0.bytes_h2d == BIG_SIZE);
+	CHILD_CHECK(s1.copies_h2d - s0.copies_h2d >= 8);
+	shm_dev_check(d, true, host, want, BIG_SIZE, 91, 0);
+	rw_net_dereg_mr(r, mr);
+	shm_dev_free(true, d);
+	rw_net_close_recv(r);
+	rw_net_close_listen(l);
+	rw_net_destroy(n);
+	_exit(0);
+}
+
+static void child_big_sender(struct shm_child *k)
+{
+	struct rw_net *n = NULL;
+	struct rw_net_comm *s;
+	struct rw_net_mr *mr;
+	struct rw_net_req *req;
+	char *host = malloc(BIG_SIZE);
+
+	CHILD_CHECK(host);
+	rw_test_fill(host, BIG_SIZE, 91);
+	CHILD_CHECK(shm_pipe_read(k->to[0], k->handle, sizeof(k->handle)) == 0);
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(shm_wait_connect(n, k->handle, &s) == 0);
+	CHILD_CHECK(rw_net_reg_mr(s, host, BIG_SIZE, RW_PTR_HOST, &mr) == 0);
+	CHILD_CHECK(shm_send(s, host, BIG_SIZE, 3, mr, &req) == 0);
+	CHILD_CHECK(shm_wait_req(req, NULL, SHM_WAIT_MS) == 0);
+	rw_net_dereg_mr(s, mr);
+	rw_net_close_send(s);
+	rw_net_destroy(n);
+	_exit(0);
+}
+
+static void host_to_device_through_slots_larger_than_a_piece(void **state)
+{
+	struct shm_child rx, tx;
+	int st;
+
+	(void)state;
+	assert_int_equal(rw_test_config(&cfg, env_big_slots), 0);
+	assert_true(shm_child_start(&rx, child_big_receiver) > 0);
+	assert_int_equal(shm_pipe_read(rx.from[0], rx.handle, sizeof(rx.handle)), 0);
+	assert_true(shm_child_start(&tx, child_big_sender) > 0);
+	assert_int_equal(shm_pipe_write(tx.to[1], rx.handle, sizeof(rx.handle)), 0);
+	st = shm_child_reap(&tx, false);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	st = shm_child_reap(&rx, false);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* Without the emulator (and without a GPU) the same net has no CUDA. */
 static void child_no_emulator(struct shm_child *k)
 {
@@ -304,6 +391,7 @@ int main(void)
 	};
 	const struct CMUnitTest on[] = {
 		cmocka_unit_test(device_buffers_between_processes),
+		cmocka_unit_test(host_to_device_through_slots_larger_than_a_piece),
 	};
 	int failed;
 

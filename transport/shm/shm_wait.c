@@ -190,8 +190,10 @@ int rw_shm_check_peer(struct rw_shm_comm *c, uint64_t now, uint64_t since_ns, co
 	if (now - c->last_check_ns < RW_SHM_CHECK_NS)
 		return 0;
 	c->last_check_ns = now;
-	/* a receiver first drains what a departed sender left in the ring */
-	if (c->is_send || !rw_shm_slot_ready(c, c->d.head)) {
+	/* a receiver first drains what a departed sender left in the ring,
+	 * and finishes a message whose bytes are all on their way up to the
+	 * device (which needs nothing more of the sender) */
+	if (c->is_send || (!rw_shm_slot_ready(c, c->d.head) && c->d.rx != RW_SHM_RX_DRAIN)) {
 		if (__atomic_load_n(c->is_send ? &c->d.seg->rx.closed : &c->d.seg->tx.closed,
 				    __ATOMIC_ACQUIRE)) {
 			rw_shm_conn_fail(c, -ECONNRESET, "the peer closed its side");
