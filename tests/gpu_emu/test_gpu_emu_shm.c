@@ -250,21 +250,9 @@ static void child_sender(struct shm_child *k)
 
 static void device_buffers_between_processes(void **state)
 {
-	struct shm_child rx, tx;
-	int st;
-
 	(void)state;
 	assert_int_equal(rw_test_config(&cfg, env), 0);
-	assert_true(shm_child_start(&rx, child_receiver) > 0);
-	assert_int_equal(shm_pipe_read(rx.from[0], rx.handle, sizeof(rx.handle)), 0);
-	assert_true(shm_child_start(&tx, child_sender) > 0);
-	assert_int_equal(shm_pipe_write(tx.to[1], rx.handle, sizeof(rx.handle)), 0);
-	st = shm_child_reap(&tx, false);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	st = shm_child_reap(&rx, false);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(shm_pair_run(child_receiver, child_sender), 0);
 }
 
 /* Slots larger than a pinned piece (1 MiB): each fragment is staged up in
@@ -337,21 +325,9 @@ static void child_big_sender(struct shm_child *k)
 
 static void host_to_device_through_slots_larger_than_a_piece(void **state)
 {
-	struct shm_child rx, tx;
-	int st;
-
 	(void)state;
 	assert_int_equal(rw_test_config(&cfg, env_big_slots), 0);
-	assert_true(shm_child_start(&rx, child_big_receiver) > 0);
-	assert_int_equal(shm_pipe_read(rx.from[0], rx.handle, sizeof(rx.handle)), 0);
-	assert_true(shm_child_start(&tx, child_big_sender) > 0);
-	assert_int_equal(shm_pipe_write(tx.to[1], rx.handle, sizeof(rx.handle)), 0);
-	st = shm_child_reap(&tx, false);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	st = shm_child_reap(&rx, false);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(shm_pair_run(child_big_receiver, child_big_sender), 0);
 }
 
 /* Without the emulator (and without a GPU) the same net has no CUDA. */

@@ -95,7 +95,7 @@ static void child_probe(struct shm_child *k)
 
 static void device_buffers_between_processes(void **state)
 {
-	struct shm_child probe, rx, tx;
+	struct shm_child probe;
 	int st;
 
 	(void)state;
@@ -104,16 +104,7 @@ static void device_buffers_between_processes(void **state)
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		skip(); /* no GPU here */
 	assert_int_equal(rw_test_config(&cfg, env), 0);
-	assert_true(shm_child_start(&rx, child_receiver) > 0);
-	assert_int_equal(shm_pipe_read(rx.from[0], rx.handle, sizeof(rx.handle)), 0);
-	assert_true(shm_child_start(&tx, child_sender) > 0);
-	assert_int_equal(shm_pipe_write(tx.to[1], rx.handle, sizeof(rx.handle)), 0);
-	st = shm_child_reap(&tx, false);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
-	st = shm_child_reap(&rx, false);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(shm_pair_run(child_receiver, child_sender), 0);
 }
 
 int main(void)

@@ -160,4 +160,35 @@ static inline int shm_child_reap(struct shm_child *k, bool kill_it)
 	return status;
 }
 
+/*
+ * A receiver child that listens and writes its handle to its pipe, then a
+ * sender child given that handle; both reaped.  0 when both exited 0, else
+ * -1 (each child says what failed on stderr).
+ */
+static inline int shm_pair_run(void (*receiver)(struct shm_child *k),
+			       void (*sender)(struct shm_child *k))
+{
+	struct shm_child rx, tx;
+	int st_rx, st_tx;
+
+	if (shm_child_start(&rx, receiver) <= 0)
+		return -1;
+	if (shm_pipe_read(rx.from[0], rx.handle, sizeof(rx.handle)) != 0 ||
+	    shm_child_start(&tx, sender) <= 0) {
+		shm_child_reap(&rx, true);
+		return -1;
+	}
+	if (shm_pipe_write(tx.to[1], rx.handle, sizeof(rx.handle)) != 0) {
+		shm_child_reap(&tx, true);
+		shm_child_reap(&rx, true);
+		return -1;
+	}
+	st_tx = shm_child_reap(&tx, false);
+	st_rx = shm_child_reap(&rx, false);
+	return WIFEXITED(st_tx) && WEXITSTATUS(st_tx) == 0 && WIFEXITED(st_rx) &&
+			       WEXITSTATUS(st_rx) == 0
+		       ? 0
+		       : -1;
+}
+
 #endif /* RW_TEST_SHM_UTIL_H */

@@ -398,18 +398,12 @@ static long continue_message(struct rw_shm_comm *c)
 			c->d.cur_err = err;
 		message_in(c);
 		return RW_MAX(n, 1);
-	case RW_SHM_RX_CUDA:
-		rc = rw_cuda_event_query(c->d.event);
-		if (rc == -EAGAIN)
-			return 0;
-		if (rc && !c->d.cur_err)
-			c->d.cur_err = rc;
-		finish_message(c);
-		return 1;
 	case RW_SHM_RX_UP:
 		return take_inline(c);
-	case RW_SHM_RX_DRAIN:
-		rc = rw_shm_up_reap(c);
+	case RW_SHM_RX_CUDA:  /* the IPC copy's event */
+	case RW_SHM_RX_DRAIN: /* the pieces staged up */
+		rc = c->d.rx == RW_SHM_RX_CUDA ? rw_cuda_event_query(c->d.event)
+					       : rw_shm_up_reap(c);
 		if (rc == -EAGAIN)
 			return 0;
 		if (rc && !c->d.cur_err)
