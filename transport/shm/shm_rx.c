@@ -21,6 +21,9 @@
 
 #define RX_BUDGET_BYTES (8u << 20) /* most bytes one progress call copies */
 
+static_assert((4096 - RW_SHM_SLOT_HDR_BYTES) % RW_NET_SINK_ALIGN == 0,
+	      "a slot's payload holds whole sink pieces");
+
 static uint32_t payload_bytes(const struct rw_shm_comm *c)
 {
 	return c->d.slot_bytes - RW_SHM_SLOT_HDR_BYTES;
@@ -330,11 +333,11 @@ static int start_message(struct rw_shm_comm *c)
 	c->d.cur_size = h.size;
 	c->d.cur_off = 0;
 	c->d.cur_err = 0;
-	/* a sink takes an inline message, and fragments that each hold a
-	 * multiple of RW_NET_SINK_ALIGN, straight from the slots; a CMA or
-	 * CUDA message lands in the buffer first */
-	c->d.cur_land = b->sink && h.kind != RW_SHM_SLOT_INLINE &&
-			(h.kind != RW_SHM_SLOT_FRAG || payload_bytes(c) % RW_NET_SINK_ALIGN != 0);
+	/* a sink takes an inline message and the fragments straight from the
+	 * slots (each but the last fills its slot: a multiple of
+	 * RW_NET_SINK_ALIGN, since rw_shm_seg_check() holds slot_bytes to
+	 * pages); a CMA or CUDA message lands in the buffer first */
+	c->d.cur_land = b->sink && h.kind != RW_SHM_SLOT_INLINE && h.kind != RW_SHM_SLOT_FRAG;
 	switch (h.kind) {
 	case RW_SHM_SLOT_INLINE:
 		if (h.len != h.size || h.len > payload_bytes(c))
