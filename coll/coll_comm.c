@@ -391,6 +391,7 @@ int rw_coll_comm_create(const struct rw_coll_comm_args *a, struct rw_coll_comm *
 	c->links_shm = rw_coll_links_on_shm(c) && (c->nranks == 2 || c->np2p == c->nranks - 1);
 	c->spin = c->links_shm && ranks_fit_cores(c->nranks);
 	dev_chunk_set(c, a->cfg);
+	rw_coll_nontemporal_init(c, a->cfg);
 	rc = rw_coll_win_setup(c);
 	if (rc)
 		goto err_close;

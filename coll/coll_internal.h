@@ -239,6 +239,7 @@ struct rw_coll_req {
 	void *algo;	    /**< the algorithm's state */
 	int nch;	    /**< ring: channels this collective uses (tune.c) */
 	size_t chunk_bytes; /**< ring: its chunk, at most the comm's slot stride */
+	bool nontemporal;   /**< the chunks it keeps bypass the cache (tune.c) */
 };
 
 /** The latency algorithms' staging (small_op.c), grown to the largest
@@ -288,8 +289,11 @@ struct rw_coll_comm {
 	bool spin;			/**< links_shm and the ranks fit the cores
 					 *  (coll_comm.c): rw_coll_run spins before it
 					 *  yields (coll_start.c) */
-	unsigned spin_misses;		/**< idle spells in a row that spun out */
-	uint64_t spin_after_ns;		/**< no spinning before then (0: spin) */
+	/** a host collective whose working set on this host passes it writes
+	 *  the results it keeps non-temporally (tune.c); SIZE_MAX: never */
+	size_t nontemporal_bytes;
+	unsigned spin_misses;	/**< idle spells in a row that spun out */
+	uint64_t spin_after_ns; /**< no spinning before then (0: spin) */
 	struct rw_coll_stats stats;
 	struct rw_coll_req *head, *tail;
 	uint64_t moves;	     /**< times anything moved (waiters back off) */
@@ -493,6 +497,7 @@ struct rw_coll_sink {
 	char *dst;
 	const char *local; /* NULL: copy */
 	bool final;
+	bool nontemporal; /* a copy: with non-temporal stores */
 };
 
 /** Whether a host collective's receives on comm can be taken on arrival. */
@@ -541,5 +546,14 @@ void rw_coll_dev_drain(const struct rw_coll_comm *c, int ch);
 /** Do all of c's data links go through shm?  (tune.c; called once the
  *  links are connected, the answer kept in c->links_shm) */
 bool rw_coll_links_on_shm(const struct rw_coll_comm *c);
+
+/** c->nontemporal_bytes from RINGWAY_NONTEMPORAL_BYTES and this CPU's
+ *  last-level cache (tune.c; once, at creation, logged). */
+void rw_coll_nontemporal_init(struct rw_coll_comm *c, const struct rw_config *cfg);
+/** Whether a host collective reading src_bytes at src and writing
+ *  dst_bytes at dst keeps its results with non-temporal stores (tune.c).
+ *  A local choice: ranks need not agree. */
+bool rw_coll_nontemporal(const struct rw_coll_comm *c, const void *src, size_t src_bytes,
+			 const void *dst, size_t dst_bytes);
 
 #endif /* RW_COLL_INTERNAL_H */

@@ -240,7 +240,11 @@ static int sink_put(void *arg, size_t off, const void *src, size_t len)
 	if (s->local)
 		return rw_coll_fold(s->r, s->dst + off, s->local + off, src, len / s->r->esize,
 				    s->final);
-	if (s->dst + off != (const char *)src)
+	if (s->dst + off == (const char *)src)
+		return 0; /* it landed there */
+	if (s->nontemporal)
+		rw_copy_nontemporal(s->dst + off, src, len);
+	else
 		memcpy(s->dst + off, src, len);
 	return 0;
 }

@@ -305,6 +305,8 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 	rw_coll_choose(c, a->kind, a->count, a->dtype, r->mem == RW_COLL_MEM_DEVICE, &choice);
 	r->nch = choice.nchannels;
 	r->chunk_bytes = choice.chunk_bytes;
+	r->nontemporal = r->mem == RW_COLL_MEM_HOST &&
+			 rw_coll_nontemporal(c, a->sendbuf, src_bytes, a->recvbuf, dst_bytes);
 	switch (choice.algo) {
 	case RW_COLL_ALGO_PS:
 		r->ops = &rw_coll_ps_ops;

@@ -366,6 +366,8 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 					at(r->a.sendbuf, m.off, r->src_base, r->esize), !fwd);
 			else
 				rw_coll_sink_init(&p->sink, r, data, NULL, false);
+			/* a result kept, never read here again: around the cache */
+			p->sink.nontemporal = r->nontemporal && !staged && !m.forwarded;
 			rc = rw_net_irecv_sink(comm, data, size, tag, mr, &p->sink.sink, &req);
 		} else {
 			rc = rw_net_irecv(comm, 1, &data, &size, &tag, &mr, &req);
@@ -422,6 +424,8 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 		p->keep = m->action == RW_RING_REDUCE_FWD;
 		if (m->action != RW_RING_COPY)
 			r->comm->stats.arrival_folds++;
+		if (p->sink.nontemporal)
+			r->comm->stats.nontemporal_copies++;
 		return 0;
 	}
 	switch (m->action) {

@@ -122,18 +122,20 @@ void rw_coll_comm_settings(const struct rw_coll_comm *c, struct rw_coll_settings
 /** What the engine's data path did since the comm was made (every
  *  collective; tests read it through rw_coll_comm_stats()). */
 struct rw_coll_stats {
-	uint64_t host_copies;	   /**< chunks copied between device and host memory */
-	uint64_t dev_copies;	   /**< chunks copied device to device */
-	uint64_t kernels;	   /**< reductions enqueued on a device */
-	uint64_t chunks_sent;	   /**< data messages posted */
-	uint64_t chunks_recv;	   /**< data messages received */
-	uint64_t dev_collectives;  /**< collectives on device buffers */
-	uint64_t dev_channels;	   /**< channels whose links both move device memory */
-	uint64_t dev_waits;	   /**< polls that found device work still running */
-	uint64_t dev_inflight_max; /**< most chunks of one channel in device work at once */
-	uint64_t arrival_folds;	   /**< chunks reduced by the link's sink as they arrived
-					(rw_net_irecv_sink): straight from the transport's
-					memory, or from where a large one landed */
+	uint64_t host_copies;	     /**< chunks copied between device and host memory */
+	uint64_t dev_copies;	     /**< chunks copied device to device */
+	uint64_t kernels;	     /**< reductions enqueued on a device */
+	uint64_t chunks_sent;	     /**< data messages posted */
+	uint64_t chunks_recv;	     /**< data messages received */
+	uint64_t dev_collectives;    /**< collectives on device buffers */
+	uint64_t dev_channels;	     /**< channels whose links both move device memory */
+	uint64_t dev_waits;	     /**< polls that found device work still running */
+	uint64_t dev_inflight_max;   /**< most chunks of one channel in device work at once */
+	uint64_t arrival_folds;	     /**< chunks reduced by the link's sink as they arrived
+					  (rw_net_irecv_sink): straight from the transport's
+					  memory, or from where a large one landed */
+	uint64_t nontemporal_copies; /**< chunks the ring kept in recvbuf with
+					non-temporal stores (RINGWAY_NONTEMPORAL_BYTES) */
 };
 
 void rw_coll_comm_stats(const struct rw_coll_comm *c, struct rw_coll_stats *out);

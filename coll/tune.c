@@ -27,9 +27,12 @@
  * given the same RINGWAY_* settings (as they must for the ring anyway).
  */
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "coll/coll_internal.h"
+#include "common/rw_log.h"
+#include "topo/rw_topo.h"
 
 static const char *const algo_names[] = {
 	[RW_COLL_ALGO_RING] = "ring",	  [RW_COLL_ALGO_PS] = "ps",
@@ -141,6 +144,63 @@ static const struct ring_row ring_dev_shm[] = {
 	{INT_MAX, 16 << 20, 1, 16 << 20},
 	{INT_MAX, SIZE_MAX, 2, 16 << 20},
 };
+
+/*
+ * Non-temporal stores for the results a rank keeps (ring chunks copied
+ * from the shm slots into recvbuf and not forwarded: coll_mem.c).  Once a
+ * collective's buffers on this host no longer fit the last-level cache,
+ * its results evict the inputs that the next call, or the next chunk,
+ * reads; written around the cache, they leave it to the inputs, and a
+ * line written whole is not fetched first.  Below the cache it would only
+ * send results to memory that their reader (an in-place collective's next
+ * call, the optimizer) takes from the cache.  The working set is every
+ * rank's buffers on the host (links_shm: all of them; else the two ranks
+ * a shm link joins, at least), out of place both buffers.  Measured with
+ * ringway-perf over shm, 3 alternating rounds, us, plain / non-temporal
+ * at the threshold 8 MiB (2 ranks, 32 MiB L3): 2 ranks out of place 8 MiB
+ * 934-1037 / 848-850, 16 MiB 2289-3243 / 1935-2088, 64 MiB 11344-11816 /
+ * 9295-9896, 256 MiB 45986-46147 / 40064-41536; in place 64 MiB 8063-9700
+ * / 6395-7017, 256 MiB 35990-36576 / 25574-28818; but in place 8 MiB
+ * (16 MiB of buffers, inside the cache) 505-531 / 670-713, and 4 MiB 216-
+ * 261 / 225-264.  4 ranks: 16 MiB 9196-9398 / 8104-8881, 64 MiB 34359-
+ * 36882 / 32546-34051, 256 MiB 143710-145383 / 129998-133895.  Hence
+ * three quarters of the last-level cache, as glibc's memcpy takes for its
+ * own non-temporal threshold.
+ */
+void rw_coll_nontemporal_init(struct rw_coll_comm *c, const struct rw_config *cfg)
+{
+	size_t llc = 0;
+
+	if (cfg->nontemporal_bytes) {
+		c->nontemporal_bytes = cfg->nontemporal_bytes;
+		return;
+	}
+	if (rw_topo_cache_bytes(cfg, -1, &llc)) {
+		c->nontemporal_bytes = SIZE_MAX;
+		RW_INFO(RW_LOG_COLL, "coll: no last-level cache size in sysfs: results are "
+				     "written through the cache at every size");
+		return;
+	}
+	c->nontemporal_bytes = llc / 4 * 3;
+	RW_INFO(RW_LOG_COLL,
+		"coll: last-level cache %zu KiB (sysfs): host collectives whose buffers on this "
+		"host pass %zu KiB keep their results with non-temporal stores",
+		llc >> 10, c->nontemporal_bytes >> 10);
+}
+
+bool rw_coll_nontemporal(const struct rw_coll_comm *c, const void *src, size_t src_bytes,
+			 const void *dst, size_t dst_bytes)
+{
+	size_t ranks = c->links_shm ? (size_t)c->nranks : 2;
+	const char *s = src, *d = dst;
+	size_t per_rank = src_bytes + dst_bytes;
+
+	if (c->nontemporal_bytes == SIZE_MAX)
+		return false;
+	if (s && d && s < d + dst_bytes && d < s + src_bytes)
+		per_rank = RW_MAX(src_bytes, dst_bytes); /* in place: one buffer */
+	return per_rank > c->nontemporal_bytes / ranks;
+}
 
 bool rw_coll_links_on_shm(const struct rw_coll_comm *c)
 {

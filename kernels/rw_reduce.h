@@ -118,6 +118,15 @@ int rw_reduce_multi_avg(void *dst, const void *const *srcs, unsigned int nsrcs, 
  */
 int rw_scale(void *dst, const void *src, size_t count, enum rw_dtype dtype, unsigned int nranks);
 
+/**
+ * memcpy whose stores bypass the caches (non-temporal), for results no one
+ * here reads again soon: they leave the cache to the data that is (a
+ * collective's inputs, its slots), and a line written whole is not read
+ * from memory first.  Copies below 256 bytes are plain memcpy.  dst and src
+ * must not overlap; any alignment works.  Stores are fenced before return.
+ */
+void rw_copy_nontemporal(void *dst, const void *src, size_t len);
+
 /* ---- device memory (CUDA) ----------------------------------------------- */
 /*
  * The same operations on device memory, enqueued on stream.  Any pointer

@@ -207,6 +207,16 @@ int rw_topo_load_nvml(struct rw_topo *topo, const char *lib);
 
 /* --- what was found ------------------------------------------------------- */
 
+/**
+ * The size of the last-level cache of CPU cpu (-1: the CPU this thread runs
+ * on), from sysfs under cfg->sysfs_root: the data or unified cache of the
+ * highest level among sys/devices/system/cpu/cpuN/cache/index*.  Needs no
+ * topology; reads a few small files.
+ * \return 0, or -ENOENT when sysfs describes no such cache (then *out is
+ *         untouched).
+ */
+int rw_topo_cache_bytes(const struct rw_config *cfg, int cpu, size_t *out);
+
 /** "hwloc, this machine", "hwloc XML file.xml", "sysfs, this machine". */
 const char *rw_topo_source(const struct rw_topo *topo);
 /** Machine name (DMI product) and CPU model, "" when unknown. */

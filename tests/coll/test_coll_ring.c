@@ -337,6 +337,80 @@ static void ring_folds_chunks_on_arrival(void **state)
 	assert_int_equal(coll_fork(3, env, gather_and_bcast, NULL, 200), 0);
 }
 
+/* Results kept with non-temporal stores (RINGWAY_NONTEMPORAL_BYTES = 64K
+ * here): a collective whose buffers on the host pass the threshold copies
+ * the chunks it keeps from the slots that way, at any alignment (odd
+ * counts of narrow types, allgather's offsets), and gets the same bits; one
+ * below it does not.  *arg: whether the large ones should (false: the
+ * threshold was set past them). */
+static int nontemporal_results(struct rw_comm *w, int rank, int p, void *arg)
+{
+	static const size_t small[] = {0, 1, 7, 1000};
+	static const size_t large[] = {30001, 100003};
+	static const enum rw_dtype dts[] = {RW_DTYPE_INT8, RW_DTYPE_FLOAT16, RW_DTYPE_FLOAT32,
+					    RW_DTYPE_FLOAT64};
+	const bool *expect = arg;
+	struct rw_coll_comm *c = coll_of(w);
+	struct rw_coll_stats s0, s1, s2;
+	uint64_t seed = 9000;
+	int bad = 0;
+
+	rw_coll_comm_stats(c, &s0);
+	for (size_t i = 0; i < RW_ARRAY_SIZE(small); i++)
+		for (int ip = 0; ip < 2; ip++, seed++)
+			bad += check_allreduce(c, rank, p, small[i], RW_DTYPE_FLOAT32, RW_OP_SUM,
+					       ip, seed);
+	rw_coll_comm_stats(c, &s1);
+	if (s1.nontemporal_copies != s0.nontemporal_copies) {
+		fprintf(stderr, "rank %d: %llu chunks of small collectives went around the cache\n",
+			rank, (unsigned long long)(s1.nontemporal_copies - s0.nontemporal_copies));
+		bad++;
+	}
+	for (size_t d = 0; d < RW_ARRAY_SIZE(dts); d++) {
+		for (size_t i = 0; i < RW_ARRAY_SIZE(large); i++) {
+			for (int ip = 0; ip < 2; ip++, seed++) {
+				bad += check_allreduce(c, rank, p, large[i], dts[d], RW_OP_SUM, ip,
+						       seed);
+				bad += check_allreduce(c, rank, p, large[i] + 2, dts[d], RW_OP_MAX,
+						       ip, seed);
+				bad += check_allgather(c, rank, p, large[i] / (size_t)p, dts[d], ip,
+						       seed);
+			}
+		}
+	}
+	rw_coll_comm_stats(c, &s2);
+	if ((s2.nontemporal_copies > s1.nontemporal_copies) != *expect) {
+		fprintf(stderr, "rank %d: %llu chunks went around the cache, expected %s\n", rank,
+			(unsigned long long)(s2.nontemporal_copies - s1.nontemporal_copies),
+			*expect ? "some" : "none");
+		bad++;
+	}
+	return bad;
+}
+
+static void ring_keeps_large_results_around_the_cache(void **state)
+{
+	static const char *const env[] = {"RINGWAY_TRANSPORT",
+					  "shm",
+					  "RINGWAY_ALGO",
+					  "ring",
+					  "RINGWAY_CHUNK_BYTES",
+					  "64K",
+					  "RINGWAY_SHM_SLOT_BYTES",
+					  "4K",
+					  "RINGWAY_NONTEMPORAL_BYTES",
+					  "64K",
+					  NULL};
+	static const char *const never[] = {"RINGWAY_TRANSPORT", "shm", "RINGWAY_NONTEMPORAL_BYTES",
+					    "1024G", NULL};
+	bool yes = true, no = false;
+
+	(void)state;
+	assert_int_equal(coll_fork(2, env, nontemporal_results, &yes, 200), 0);
+	assert_int_equal(coll_fork(3, env, nontemporal_results, &yes, 200), 0);
+	assert_int_equal(coll_fork(2, never, nontemporal_results, &no, 200), 0);
+}
+
 static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
 {
 	static const size_t counts[] = {0, 1, 2, 7, 100003};
@@ -600,6 +674,8 @@ int main(void)
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(ring_folds_chunks_on_arrival, rw_test_setup_log,
 						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(ring_keeps_large_results_around_the_cache,
+						rw_test_setup_log, rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(parameter_server_baseline, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(nonblocking_collectives_in_order, rw_test_setup_log,

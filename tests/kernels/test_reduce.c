@@ -671,6 +671,40 @@ static void scale_matches_reference(void **state)
 	}
 }
 
+/* rw_copy_nontemporal is memcpy at every alignment and length: the
+ * unaligned head, the streamed 64-byte blocks and the tail, and not a byte
+ * around the destination touched. */
+static void nontemporal_copy_is_memcpy(void **state)
+{
+	static const size_t lens[] = {0, 1, 15, 63, 255, 256, 257, 319, 320, 1000, 4096, 65599};
+	enum { NT_MAXLEN = 65599 };
+	unsigned char *src = malloc(NT_MAXLEN + 64), *dst = malloc(NT_MAXLEN + 64 + 2 * GUARD);
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (size_t i = 0; i < NT_MAXLEN + 64; i++)
+		src[i] = (unsigned char)(i * 131 + 7);
+	for (size_t li = 0; li < RW_ARRAY_SIZE(lens); li++) {
+		for (size_t doff = 0; doff < 33; doff += (lens[li] > 4096 ? 7 : 1)) {
+			for (size_t soff = 0; soff < 33; soff += 5) {
+				size_t len = lens[li];
+				unsigned char *d = dst + GUARD + doff;
+
+				memset(dst, CANARY, NT_MAXLEN + 64 + 2 * GUARD);
+				rw_copy_nontemporal(d, src + soff, len);
+				assert_memory_equal(d, src + soff, len);
+				for (size_t g = 0; g < GUARD + doff; g++)
+					assert_int_equal(dst[g], CANARY);
+				for (size_t g = 0; g < GUARD; g++)
+					assert_int_equal(d[len + g], CANARY);
+			}
+		}
+	}
+	free(src);
+	free(dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -686,6 +720,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(narrow_types_exhaustive, setup, teardown),
 		cmocka_unit_test_setup_teardown(multi_folds_match_left_fold, setup, teardown),
 		cmocka_unit_test_setup_teardown(scale_matches_reference, setup, teardown),
+		cmocka_unit_test_setup_teardown(nontemporal_copy_is_memcpy, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

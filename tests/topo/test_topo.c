@@ -719,6 +719,55 @@ static void sysfs_tree_discovery(void **state)
 	assert_int_equal(rw_topo_create_from_sysfs(&cfg, &t), -EIO);
 }
 
+/* The last-level cache from a recorded sysfs: the data or unified cache of
+ * the highest level, an instruction cache and an unreadable size skipped;
+ * a CPU without cache directories has none. */
+static void last_level_cache_from_sysfs(void **state)
+{
+	static const struct {
+		const char *index, *level, *type, *size;
+	} caches[] = {
+		{"index0", "1\n", "Data\n", "32K\n"},
+		{"index1", "1\n", "Instruction\n", "32K\n"},
+		{"index2", "2\n", "Unified\n", "1024K\n"},
+		{"index3", "3\n", "Unified\n", "32768K\n"},
+		{"index4", "4\n", "Instruction\n", "64M\n"},
+		{"index5", "4\n", "Unified\n", "lots\n"},
+	};
+	char root[] = "/tmp/rw-topo-llc-XXXXXX", rel[128], cmd[64];
+	struct rw_config cfg;
+	size_t bytes = 7;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	for (size_t i = 0; i < RW_ARRAY_SIZE(caches); i++) {
+		static const char *const file[] = {"level", "type", "size"};
+		const char *text[] = {caches[i].level, caches[i].type, caches[i].size};
+
+		for (int k = 0; k < 3; k++) {
+			snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu1/cache/%s/%s",
+				 caches[i].index, file[k]);
+			put(root, rel, text[k]);
+		}
+	}
+	put(root, "sys/devices/system/cpu/cpu1/cache/uevent", "");
+	put(root, "sys/devices/system/cpu/cpu0/online", "1\n");
+	assert_int_equal(
+		rw_test_config(&cfg, (const char *const[]){"RINGWAY_SYSFS_ROOT", root, NULL}), 0);
+	assert_int_equal(rw_topo_cache_bytes(&cfg, 1, &bytes), 0);
+	assert_int_equal(bytes, 32u << 20);
+	bytes = 7;
+	assert_int_equal(rw_topo_cache_bytes(&cfg, 0, &bytes), -ENOENT);
+	assert_int_equal(rw_topo_cache_bytes(&cfg, 2, &bytes), -ENOENT);
+	assert_int_equal(bytes, 7);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+	assert_int_equal(system(cmd), 0);
+	/* this machine: sysfs has one when it has CPU caches at all */
+	rw_config_defaults(&cfg);
+	if (rw_topo_cache_bytes(&cfg, -1, &bytes) == 0)
+		assert_true(bytes >= 4096);
+}
+
 /* --- this machine -------------------------------------------------------------------- */
 
 static void live_machine(void **state)
@@ -780,6 +829,7 @@ int main(void)
 		cmocka_unit_test_teardown(bad_xml_fails_cleanly, teardown),
 		cmocka_unit_test_teardown(create_follows_topo_xml_param, teardown),
 		cmocka_unit_test_teardown(sysfs_tree_discovery, teardown),
+		cmocka_unit_test_teardown(last_level_cache_from_sysfs, teardown),
 		cmocka_unit_test_teardown(live_machine, teardown),
 	};
 
