@@ -317,19 +317,14 @@ static int folds_on_arrival(struct rw_comm *w, int rank, int p, void *arg)
 	return bad;
 }
 
+/* The ring over shm with 64 KiB chunks cut into 4 KiB slots. */
+#define RING_SHM_SMALL_SLOTS                                                                       \
+	"RINGWAY_TRANSPORT", "shm", "RINGWAY_ALGO", "ring", "RINGWAY_CHUNK_BYTES", "64K",          \
+		"RINGWAY_SHM_SLOT_BYTES", "4K"
+
 static void ring_folds_chunks_on_arrival(void **state)
 {
-	static const char *const env[] = {"RINGWAY_TRANSPORT",
-					  "shm",
-					  "RINGWAY_ALGO",
-					  "ring",
-					  "RINGWAY_CHUNK_BYTES",
-					  "64K",
-					  "RINGWAY_SHM_SLOT_BYTES",
-					  "4K",
-					  "RINGWAY_SHM_CMA_MIN",
-					  "32K",
-					  NULL};
+	static const char *const env[] = {RING_SHM_SMALL_SLOTS, "RINGWAY_SHM_CMA_MIN", "32K", NULL};
 
 	(void)state;
 	assert_int_equal(coll_fork(2, env, folds_on_arrival, NULL, 200), 0);
@@ -390,16 +385,7 @@ static int nontemporal_results(struct rw_comm *w, int rank, int p, void *arg)
 
 static void ring_keeps_large_results_around_the_cache(void **state)
 {
-	static const char *const env[] = {"RINGWAY_TRANSPORT",
-					  "shm",
-					  "RINGWAY_ALGO",
-					  "ring",
-					  "RINGWAY_CHUNK_BYTES",
-					  "64K",
-					  "RINGWAY_SHM_SLOT_BYTES",
-					  "4K",
-					  "RINGWAY_NONTEMPORAL_BYTES",
-					  "64K",
+	static const char *const env[] = {RING_SHM_SMALL_SLOTS, "RINGWAY_NONTEMPORAL_BYTES", "64K",
 					  NULL};
 	static const char *const never[] = {"RINGWAY_TRANSPORT", "shm", "RINGWAY_NONTEMPORAL_BYTES",
 					    "1024G", NULL};
