@@ -548,7 +548,7 @@ void rw_coll_dev_drain(const struct rw_coll_comm *c, int ch);
 bool rw_coll_links_on_shm(const struct rw_coll_comm *c);
 
 /** c->nontemporal_bytes from RINGWAY_NONTEMPORAL_BYTES and this CPU's
- *  last-level cache (tune.c; once, at creation, logged). */
+ *  last-level cache (tune.c; at creation; the cache logged once per process). */
 void rw_coll_nontemporal_init(struct rw_coll_comm *c, const struct rw_config *cfg);
 /** Whether a host collective reading src_bytes at src and writing
  *  dst_bytes at dst keeps its results with non-temporal stores (tune.c).

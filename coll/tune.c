@@ -177,15 +177,16 @@ void rw_coll_nontemporal_init(struct rw_coll_comm *c, const struct rw_config *cf
 	}
 	if (rw_topo_cache_bytes(cfg, -1, &llc)) {
 		c->nontemporal_bytes = SIZE_MAX;
-		RW_INFO(RW_LOG_COLL, "coll: no last-level cache size in sysfs: results are "
-				     "written through the cache at every size");
+		RW_LOG_ONCE(RW_LOG_INFO, RW_LOG_COLL,
+			    "coll: no last-level cache size in sysfs: results are written "
+			    "through the cache at every size");
 		return;
 	}
 	c->nontemporal_bytes = llc / 4 * 3;
-	RW_INFO(RW_LOG_COLL,
-		"coll: last-level cache %zu KiB (sysfs): host collectives whose buffers on this "
-		"host pass %zu KiB keep their results with non-temporal stores",
-		llc >> 10, c->nontemporal_bytes >> 10);
+	RW_LOG_ONCE(RW_LOG_INFO, RW_LOG_COLL,
+		    "coll: last-level cache %zu KiB (sysfs): host collectives whose buffers on "
+		    "this host pass %zu KiB keep their results with non-temporal stores",
+		    llc >> 10, c->nontemporal_bytes >> 10);
 }
 
 bool rw_coll_nontemporal(const struct rw_coll_comm *c, const void *src, size_t src_bytes,
