@@ -242,9 +242,10 @@ static int sink_put(void *arg, size_t off, const void *src, size_t len)
 				    s->final);
 	if (s->dst + off == (const char *)src)
 		return 0; /* it landed there */
-	if (s->nontemporal)
+	if (s->nontemporal) {
 		rw_copy_nontemporal(s->dst + off, src, len);
-	else
+		s->r->comm->stats.nontemporal_copied += len;
+	} else
 		memcpy(s->dst + off, src, len);
 	return 0;
 }

@@ -424,8 +424,6 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 		p->keep = m->action == RW_RING_REDUCE_FWD;
 		if (m->action != RW_RING_COPY)
 			r->comm->stats.arrival_folds++;
-		if (p->sink.nontemporal)
-			r->comm->stats.nontemporal_copies++;
 		return 0;
 	}
 	switch (m->action) {

@@ -134,7 +134,7 @@ struct rw_coll_stats {
 	uint64_t arrival_folds;	     /**< chunks reduced by the link's sink as they arrived
 					  (rw_net_irecv_sink): straight from the transport's
 					  memory, or from where a large one landed */
-	uint64_t nontemporal_copies; /**< chunks the ring kept in recvbuf with
+	uint64_t nontemporal_copied; /**< bytes the ring copied into recvbuf with
 					non-temporal stores (RINGWAY_NONTEMPORAL_BYTES) */
 };
 

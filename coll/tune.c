@@ -167,12 +167,17 @@ static const struct ring_row ring_dev_shm[] = {
  * three quarters of the last-level cache, as glibc's memcpy takes for its
  * own non-temporal threshold.
  */
+#define RW_NONTEMPORAL_NEVER ((size_t)1 << 40)
+
 void rw_coll_nontemporal_init(struct rw_coll_comm *c, const struct rw_config *cfg)
 {
 	size_t llc = 0;
 
 	if (cfg->nontemporal_bytes) {
-		c->nontemporal_bytes = cfg->nontemporal_bytes;
+		/* the parameter's largest value, 1024G, means never */
+		c->nontemporal_bytes = cfg->nontemporal_bytes >= RW_NONTEMPORAL_NEVER
+					       ? SIZE_MAX
+					       : cfg->nontemporal_bytes;
 		return;
 	}
 	if (rw_topo_cache_bytes(cfg, -1, &llc)) {

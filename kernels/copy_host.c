@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A host copy whose stores bypass the caches (rw_reduce.h).  On x86-64 the
- * destination, once aligned to 16 bytes, is written with SSE2's streaming
- * stores (MOVNTDQ) 64 bytes at a time and fenced; elsewhere it is memcpy.
+ * destination, from its first cache line boundary on, is written with
+ * SSE2's streaming stores (MOVNTDQ) a whole 64-byte line at a time and
+ * fenced; the partial lines at either end get ordinary stores (a line
+ * written both ways would be read and written twice).  Elsewhere it is
+ * memcpy.
  */
 #include <stdint.h>
 #include <string.h>
@@ -16,7 +19,7 @@ void rw_copy_nontemporal(void *dst, const void *src, size_t len)
 {
 	char *d = dst;
 	const char *s = src;
-	size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+	size_t head = (64 - ((uintptr_t)d & 63)) & 63;
 
 	if (len < 256) {
 		memcpy(d, s, len); /* not worth a fence */

@@ -212,8 +212,9 @@ int rw_topo_load_nvml(struct rw_topo *topo, const char *lib);
  * on), from sysfs under cfg->sysfs_root: the data or unified cache of the
  * highest level among sys/devices/system/cpu/cpuN/cache/index*.  Needs no
  * topology; reads a few small files.
- * \return 0, or -ENOENT when sysfs describes no such cache (then *out is
- *         untouched).
+ * \return 0, or -errno: -ENOENT when sysfs describes no such cache, or
+ *         what listing the CPU's cache directory gave (-EACCES, -ENOMEM,
+ *         ...).  *out is untouched on failure.
  */
 int rw_topo_cache_bytes(const struct rw_config *cfg, int cpu, size_t *out);
 

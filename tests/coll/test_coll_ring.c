@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coll/coll_internal.h"
 #include "coll/rw_coll.h"
 #include "coll_test.h"
 #include "common/rw_log.h"
@@ -336,15 +337,16 @@ static void ring_folds_chunks_on_arrival(void **state)
  * here): a collective whose buffers on the host pass the threshold copies
  * the chunks it keeps from the slots that way, at any alignment (odd
  * counts of narrow types, allgather's offsets), and gets the same bits; one
- * below it does not.  *arg: whether the large ones should (false: the
- * threshold was set past them). */
+ * below it does not.  arg: the threshold the ranks were given. */
 static int nontemporal_results(struct rw_comm *w, int rank, int p, void *arg)
 {
 	static const size_t small[] = {0, 1, 7, 1000};
 	static const size_t large[] = {30001, 100003};
 	static const enum rw_dtype dts[] = {RW_DTYPE_INT8, RW_DTYPE_FLOAT16, RW_DTYPE_FLOAT32,
 					    RW_DTYPE_FLOAT64};
-	const bool *expect = arg;
+	const char *threshold = arg;
+	/* 64K: the large ones pass it; 4M: above them all (3.2 MB at most) */
+	bool expect = strcmp(threshold, "64K") == 0;
 	struct rw_coll_comm *c = coll_of(w);
 	struct rw_coll_stats s0, s1, s2;
 	uint64_t seed = 9000;
@@ -356,9 +358,9 @@ static int nontemporal_results(struct rw_comm *w, int rank, int p, void *arg)
 			bad += check_allreduce(c, rank, p, small[i], RW_DTYPE_FLOAT32, RW_OP_SUM,
 					       ip, seed);
 	rw_coll_comm_stats(c, &s1);
-	if (s1.nontemporal_copies != s0.nontemporal_copies) {
-		fprintf(stderr, "rank %d: %llu chunks of small collectives went around the cache\n",
-			rank, (unsigned long long)(s1.nontemporal_copies - s0.nontemporal_copies));
+	if (s1.nontemporal_copied != s0.nontemporal_copied) {
+		fprintf(stderr, "rank %d: %llu bytes of small collectives went around the cache\n",
+			rank, (unsigned long long)(s1.nontemporal_copied - s0.nontemporal_copied));
 		bad++;
 	}
 	for (size_t d = 0; d < RW_ARRAY_SIZE(dts); d++) {
@@ -374,27 +376,46 @@ static int nontemporal_results(struct rw_comm *w, int rank, int p, void *arg)
 		}
 	}
 	rw_coll_comm_stats(c, &s2);
-	if ((s2.nontemporal_copies > s1.nontemporal_copies) != *expect) {
-		fprintf(stderr, "rank %d: %llu chunks went around the cache, expected %s\n", rank,
-			(unsigned long long)(s2.nontemporal_copies - s1.nontemporal_copies),
-			*expect ? "some" : "none");
+	if ((s2.nontemporal_copied > s1.nontemporal_copied) != expect) {
+		fprintf(stderr, "rank %d: %llu bytes went around the cache at threshold %s\n", rank,
+			(unsigned long long)(s2.nontemporal_copied - s1.nontemporal_copied),
+			threshold);
 		bad++;
 	}
 	return bad;
+}
+
+/* The largest value means never: not even 16 TiB per rank streams. */
+static int nontemporal_never(struct rw_comm *w, int rank, int p, void *arg)
+{
+	struct rw_coll_comm *c = coll_of(w);
+	size_t huge = (size_t)1 << 44;
+	bool never = strcmp(arg, "1024G") == 0;
+
+	(void)p;
+	if (rw_coll_nontemporal(c, NULL, huge, NULL, huge) == never) {
+		fprintf(stderr, "rank %d: threshold %s: %s\n", rank, (const char *)arg,
+			never ? "16 TiB still streams" : "16 TiB does not stream");
+		return 1;
+	}
+	return 0;
 }
 
 static void ring_keeps_large_results_around_the_cache(void **state)
 {
 	static const char *const env[] = {RING_SHM_SMALL_SLOTS, "RINGWAY_NONTEMPORAL_BYTES", "64K",
 					  NULL};
-	static const char *const never[] = {"RINGWAY_TRANSPORT", "shm", "RINGWAY_NONTEMPORAL_BYTES",
+	static const char *const above[] = {RING_SHM_SMALL_SLOTS, "RINGWAY_NONTEMPORAL_BYTES", "4M",
+					    NULL};
+	static const char *const never[] = {RING_SHM_SMALL_SLOTS, "RINGWAY_NONTEMPORAL_BYTES",
 					    "1024G", NULL};
-	bool yes = true, no = false;
 
 	(void)state;
-	assert_int_equal(coll_fork(2, env, nontemporal_results, &yes, 200), 0);
-	assert_int_equal(coll_fork(3, env, nontemporal_results, &yes, 200), 0);
-	assert_int_equal(coll_fork(2, never, nontemporal_results, &no, 200), 0);
+	assert_int_equal(coll_fork(2, env, nontemporal_results, "64K", 200), 0);
+	assert_int_equal(coll_fork(3, env, nontemporal_results, "64K", 200), 0);
+	assert_int_equal(coll_fork(2, above, nontemporal_results, "4M", 200), 0);
+	assert_int_equal(coll_fork(2, never, nontemporal_never, "1024G", 60), 0);
+	assert_int_equal(coll_fork(2, above, nontemporal_never, "4M", 60), 0);
 }
 
 static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
