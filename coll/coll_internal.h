@@ -495,17 +495,19 @@ struct rw_coll_sink {
 	struct rw_net_sink sink;
 	const struct rw_coll_req *r;
 	char *dst;
-	const char *local; /* NULL: copy */
-	bool final;
-	bool nontemporal; /* a copy: with non-temporal stores */
+	const char *local; /* a fold: the local operand; NULL: a copy */
+	bool final;	   /* a fold: the reduction's last step (rw_coll_fold) */
+	bool nontemporal;  /* a copy: with non-temporal stores (tune.c) */
 };
 
 /** Whether a host collective's receives on comm can be taken on arrival. */
 bool rw_coll_can_sink(const struct rw_coll_req *r, const struct rw_net_comm *comm);
-/** local == NULL: copy to dst; else fold with local into dst (final: the
- *  reduction's last step, as rw_coll_fold). */
-void rw_coll_sink_init(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
+/** A sink that folds each piece with local into dst. */
+void rw_coll_sink_fold(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
 		       const void *local, bool final);
+/** A sink that copies each piece to dst (nontemporal: around the cache). */
+void rw_coll_sink_copy(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
+		       bool nontemporal);
 
 /* Device collectives: a channel's slot in device memory and in host
  * memory (both at the stride dev_chunk_bytes). */

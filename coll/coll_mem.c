@@ -258,7 +258,7 @@ bool rw_coll_can_sink(const struct rw_coll_req *r, const struct rw_net_comm *com
 	       RW_NET_SINK_ALIGN % r->esize == 0;
 }
 
-void rw_coll_sink_init(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
+void rw_coll_sink_fold(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
 		       const void *local, bool final)
 {
 	*s = (struct rw_coll_sink){
@@ -268,6 +268,13 @@ void rw_coll_sink_init(struct rw_coll_sink *s, const struct rw_coll_req *r, void
 		.local = local,
 		.final = final,
 	};
+}
+
+void rw_coll_sink_copy(struct rw_coll_sink *s, const struct rw_coll_req *r, void *dst,
+		       bool nontemporal)
+{
+	rw_coll_sink_fold(s, r, dst, NULL, false); /* no local operand: a copy */
+	s->nontemporal = nontemporal;
 }
 
 int rw_coll_dev_chunk(struct rw_coll_req *r, int ch, int action, void *out, const void *local,

@@ -360,14 +360,13 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			bool fwd = m.action == RW_RING_REDUCE_FWD;
 
 			if (staged)
-				rw_coll_sink_init(
+				rw_coll_sink_fold(
 					&p->sink, r,
 					fwd ? data : at(r->a.recvbuf, m.off, r->dst_base, r->esize),
 					at(r->a.sendbuf, m.off, r->src_base, r->esize), !fwd);
-			else
-				rw_coll_sink_init(&p->sink, r, data, NULL, false);
-			/* a result kept, never read here again: around the cache */
-			p->sink.nontemporal = r->nontemporal && !staged && !m.forwarded;
+			else /* a result kept, not forwarded: around the cache */
+				rw_coll_sink_copy(&p->sink, r, data,
+						  r->nontemporal && !m.forwarded);
 			rc = rw_net_irecv_sink(comm, data, size, tag, mr, &p->sink.sink, &req);
 		} else {
 			rc = rw_net_irecv(comm, 1, &data, &size, &tag, &mr, &req);
