@@ -7,6 +7,7 @@
 #include "support/rw_test.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,19 @@ static void put(const char *root, const char *rel, const char *text)
 	fclose(f);
 }
 
+/* put() at a path made by fmt. */
+__attribute__((format(printf, 3, 4))) static void putf(const char *root, const char *text,
+						       const char *fmt, ...)
+{
+	char rel[PATH_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	assert_true((size_t)vsnprintf(rel, sizeof(rel), fmt, ap) < sizeof(rel));
+	va_end(ap);
+	put(root, rel, text);
+}
+
 static void link_to(const char *root, const char *rel, const char *target)
 {
 	char path[PATH_MAX];
@@ -59,10 +73,8 @@ static void pci_dev(const char *root, const char *dir, const char *busid, const 
 		{"current_link_width", "16\n"},
 	};
 
-	for (size_t i = 0; i < RW_ARRAY_SIZE(files); i++) {
-		snprintf(rel, sizeof(rel), "sys/devices/%s/%s", dir, files[i][0]);
-		put(root, rel, files[i][1]);
-	}
+	for (size_t i = 0; i < RW_ARRAY_SIZE(files); i++)
+		putf(root, files[i][1], "sys/devices/%s/%s", dir, files[i][0]);
 	snprintf(rel, sizeof(rel), "sys/bus/pci/devices/%s", busid);
 	snprintf(target, sizeof(target), "../../../devices/%s", dir);
 	link_to(root, rel, target);
@@ -89,14 +101,10 @@ static void sysfs_tree_discovery(void **state)
 	pci_dev(root, "pci0000:00/0000:00:02.0/0000:05:00.0", "0000:05:00.0", "0x030000\n",
 		"0x10de\n");
 	pci_dev(root, "pci0000:00/0000:00:03.0", "0000:00:03.0", "0x010802\n", "0x8086\n");
-	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/state", nic);
-	put(root, dir, "4: ACTIVE\n");
-	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/rate", nic);
-	put(root, dir, "100 Gb/sec (4X EDR)\n");
-	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/link_layer", nic);
-	put(root, dir, "InfiniBand\n");
-	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/node_guid", nic);
-	put(root, dir, "0c42:a103:0034:5a10\n");
+	putf(root, "4: ACTIVE\n", "sys/devices/%s/infiniband/mlx5_0/ports/1/state", nic);
+	putf(root, "100 Gb/sec (4X EDR)\n", "sys/devices/%s/infiniband/mlx5_0/ports/1/rate", nic);
+	putf(root, "InfiniBand\n", "sys/devices/%s/infiniband/mlx5_0/ports/1/link_layer", nic);
+	putf(root, "0c42:a103:0034:5a10\n", "sys/devices/%s/infiniband/mlx5_0/node_guid", nic);
 	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/device", nic);
 	link_to(root, dir, "../../../0000:04:00.0");
 	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/device", nic);
@@ -136,12 +144,9 @@ static void sysfs_tree_discovery(void **state)
 	assert_int_equal(f.speed_mbps, 100000);
 	assert_true(f.guid == 0x0c42a10300345a10ull);
 	assert_int_equal(f.ifindex, 0);
-	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/speed", nic);
-	put(root, dir, "200000\n");
-	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/ifindex", nic);
-	put(root, dir, "3\n");
-	snprintf(dir, sizeof(dir), "sys/devices/%s/net/ib0/address", nic);
-	put(root, dir, "0a:0b:0c:0d:0e:0f\n");
+	putf(root, "200000\n", "sys/devices/%s/net/ib0/speed", nic);
+	putf(root, "3\n", "sys/devices/%s/net/ib0/ifindex", nic);
+	putf(root, "0a:0b:0c:0d:0e:0f\n", "sys/devices/%s/net/ib0/address", nic);
 	assert_int_equal(rw_topo_nic_facts(root, "ib0", &f), 0);
 	assert_string_equal(f.pci_path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/"
 					"0000:02:02.0/0000:04:00.0");
@@ -160,12 +165,9 @@ static void sysfs_tree_discovery(void **state)
 	assert_int_equal(rw_topo_nic_facts(root, "mlx5_0", NULL), -EINVAL);
 
 	/* GID types and the peer-memory module, for the ib transport */
-	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/gid_attrs/types/3",
-		 nic);
-	put(root, dir, "RoCE v2\n");
-	snprintf(dir, sizeof(dir), "sys/devices/%s/infiniband/mlx5_0/ports/1/gid_attrs/types/2",
-		 nic);
-	put(root, dir, "IB/RoCE v1\n");
+	putf(root, "RoCE v2\n", "sys/devices/%s/infiniband/mlx5_0/ports/1/gid_attrs/types/3", nic);
+	putf(root, "IB/RoCE v1\n", "sys/devices/%s/infiniband/mlx5_0/ports/1/gid_attrs/types/2",
+	     nic);
 	assert_int_equal(rw_topo_ib_gid_roce(root, "mlx5_0", 1, 3), 2);
 	assert_int_equal(rw_topo_ib_gid_roce(root, "mlx5_0", 1, 2), 1);
 	assert_int_equal(rw_topo_ib_gid_roce(root, "mlx5_0", 1, 4), 0);
@@ -204,7 +206,7 @@ static void last_level_cache_from_sysfs(void **state)
 		{"index4", "4\n", "Instruction\n", "64M\n"},
 		{"index5", "4\n", "Unified\n", "lots\n"},
 	};
-	char root[] = "/tmp/rw-topo-llc-XXXXXX", rel[128], cmd[64];
+	char root[] = "/tmp/rw-topo-llc-XXXXXX", cmd[64];
 	struct rw_config cfg;
 	size_t bytes = 7;
 
@@ -214,11 +216,9 @@ static void last_level_cache_from_sysfs(void **state)
 		static const char *const file[] = {"level", "type", "size"};
 		const char *text[] = {caches[i].level, caches[i].type, caches[i].size};
 
-		for (int k = 0; k < 3; k++) {
-			snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu1/cache/%s/%s",
-				 caches[i].index, file[k]);
-			put(root, rel, text[k]);
-		}
+		for (int k = 0; k < 3; k++)
+			putf(root, text[k], "sys/devices/system/cpu/cpu1/cache/%s/%s",
+			     caches[i].index, file[k]);
 	}
 	put(root, "sys/devices/system/cpu/cpu1/cache/uevent", "");
 	put(root, "sys/devices/system/cpu/cpu0/online", "1\n");
