@@ -84,6 +84,18 @@ static const char *link_name(const struct rw_coll_link *l, char *buf, size_t len
 	return buf;
 }
 
+/* Both ends of every link are ours, and every receive is of one buffer
+ * posted in the order of the sends: let messages go ahead of the posts
+ * (rw_net_ahead), so that a message does not wait for its receive's post
+ * to cross the connection first.  Transports without it match as NCCL
+ * does.  0 or -errno. */
+static int send_ahead(struct rw_net_comm *comm)
+{
+	int rc = rw_net_ahead(comm);
+
+	return rc == -ENOTSUP ? 0 : rc;
+}
+
 /* One step of a send link: connect, register, say hello, see it leave.
  * 1 when the link is ready. */
 static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l,
@@ -105,7 +117,9 @@ static int send_step(struct rw_coll_comm *c, struct rw_coll_link *l,
 			return rc;
 		l->dev = dev;
 		*progressed = true;
-		rc = ctl_open(l->comm, &l->ctl);
+		rc = send_ahead(l->comm);
+		if (!rc)
+			rc = ctl_open(l->comm, &l->ctl);
 		if (rc)
 			return rc;
 		*(struct hello *)l->ctl->buf = (struct hello){.magic = HELLO_MAGIC,
@@ -281,7 +295,9 @@ int rw_coll_links_connect_args(struct rw_coll_comm *c, const struct rw_coll_comm
 			if (!rc && comm) {
 				pend[accepted].comm = comm;
 				pend[accepted].dev = listen_dev[turn];
-				rc = ctl_open(comm, &pend[accepted].ctl);
+				rc = send_ahead(comm);
+				if (!rc)
+					rc = ctl_open(comm, &pend[accepted].ctl);
 				accepted++;
 				progressed = true;
 			}

@@ -45,7 +45,10 @@
  * Otherwise *req = NULL ("not now"): never accept-then-drop.  Retrying a
  * NULL isend is a wait on the peer: bounded by cfg->timeout_ms, and a peer
  * that closed or died fails it.  A send larger than its buffer fails on both
- * sides (-EMSGSIZE), the sender's request included.
+ * sides (-EMSGSIZE), the sender's request included.  The exception is a
+ * connection whose two ends were set to send ahead (rw_net_ahead()): there
+ * every receive has one buffer, and a send with no receive known to take it
+ * goes out at once, to the receive that the receiver posts next.
  *
  * Failed comms.  After a protocol error or a connection failure (a
  * truncation, garbage, a peer's close or death, a timeout) a comm answers
@@ -213,6 +216,20 @@ struct rw_net_ops {
 	 *  caller's idle time and bounds its own waits.  -EINVAL on a send
 	 *  comm. */
 	int (*patient)(struct rw_net_comm *comm);
+	/** Optional (NULL: -ENOTSUP): send ahead.  On a send comm: from now
+	 *  on isend takes a send that no known receive of the peer can take
+	 *  at once, and sends it to the receive the peer posts next (a send
+	 *  that one can take goes there, as always), instead of answering "not
+	 *  now" until the post arrives: the post's round trip leaves the
+	 *  message's path.  On a recv comm: from now on it accepts such
+	 *  messages, and irecv takes one buffer per receive (else -EINVAL).
+	 *  Both ends must be set, the recv comm before its first irecv, and
+	 *  the caller must post receives in the order of the sends, each with
+	 *  the send's tag and room for it: a message that breaks that fails
+	 *  both ends (-EMSGSIZE when it is too large, else -EPROTO) instead of
+	 *  waiting.  For callers that own both ends, as the ring engine does;
+	 *  never set on NCCL's comms. */
+	int (*ahead)(struct rw_net_comm *comm);
 	/** Optional (NULL: -ENOTSUP): irecv of one host buffer whose message
 	 *  is handed to sink (struct rw_net_sink) as it arrives, so the caller
 	 *  can consume it (fold it into a sum) where the transport holds it,
@@ -366,6 +383,13 @@ static inline int rw_net_window(struct rw_net_comm *c, void **addr, size_t *byte
 static inline int rw_net_patient(struct rw_net_comm *c)
 {
 	return c->net->ops->patient ? c->net->ops->patient(c) : -ENOTSUP;
+}
+
+/** Let comm c send ahead of the peer's receives, or accept messages sent
+ *  so (see rw_net_ops.ahead), or -ENOTSUP. */
+static inline int rw_net_ahead(struct rw_net_comm *c)
+{
+	return c->net->ops->ahead ? c->net->ops->ahead(c) : -ENOTSUP;
 }
 
 /** Whether recv comm c takes receives with a sink (rw_net_irecv_sink). */

@@ -23,6 +23,7 @@
 #include "common/rw_common.h"
 #include "transport/rw_net.h"
 #include "transport/socket/sock.h"
+#include "net/test_sock_pair.h"
 
 #define WAIT_MS 30000
 #define KIB	1024
@@ -31,16 +32,6 @@
 static bool stripe;
 static struct rw_config cfg;
 static struct rw_net *net;
-
-struct pair {
-	struct rw_net_comm *s, *r;
-};
-
-struct buf {
-	char *p;
-	size_t len;
-	struct rw_net_mr *mr;
-};
 
 /* --- helpers (no cmocka asserts: the child uses them too) -------------------- */
 
@@ -61,21 +52,6 @@ static int net_make(struct rw_net **out)
 	if (rw_test_config(&cfg, env))
 		return -EINVAL;
 	return rw_sock_create(&cfg, out);
-}
-
-static int buf_get(struct rw_net_comm *c, struct buf *b, size_t len)
-{
-	b->len = len;
-	b->p = malloc(len ? len : 1);
-	if (!b->p)
-		return -ENOMEM;
-	return rw_net_reg_mr(c, b->p, len, RW_PTR_HOST, &b->mr);
-}
-
-static void buf_put(struct rw_net_comm *c, struct buf *b)
-{
-	rw_net_dereg_mr(c, b->mr);
-	free(b->p);
 }
 
 /* xorshift */
@@ -129,69 +105,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void pair_open(struct pair *pr)
-{
-	char handle[RW_NET_HANDLE_MAXSIZE];
-	struct rw_net_listen *l;
-	uint64_t deadline = rw_now_ms() + WAIT_MS;
-
-	assert_int_equal(rw_net_listen(net, 0, handle, &l), 0);
-	pr->s = pr->r = NULL;
-	while (!pr->s || !pr->r) {
-		if (!pr->s)
-			assert_int_equal(rw_net_connect(net, 0, handle, &pr->s), 0);
-		if (!pr->r)
-			assert_int_equal(rw_net_accept(l, &pr->r), 0);
-		assert_true(rw_now_ms() < deadline);
-	}
-	assert_int_equal(rw_net_close_listen(l), 0);
-}
-
-static void pair_close(struct pair *pr)
-{
-	assert_int_equal(rw_net_close_send(pr->s), 0);
-	assert_int_equal(rw_net_close_recv(pr->r), 0);
-}
-
-/* isend, retried (bounded) while it answers "not now". */
-static struct rw_net_req *send_taken(struct rw_net_comm *s, void *data, size_t len, int tag,
-				     struct rw_net_mr *mr)
-{
-	struct rw_net_req *req = NULL;
-	uint64_t deadline = rw_now_ms() + WAIT_MS;
-
-	while (!req) {
-		assert_int_equal(rw_net_isend(s, data, len, tag, mr, &req), 0);
-		if (!req && rw_now_ms() > deadline)
-			fail_msg("isend of %zu bytes with tag %d never taken", len, tag);
-	}
-	return req;
-}
-
-static struct rw_net_req *recv_posted(struct rw_net_comm *r, int n, void **data, size_t *sizes,
-				      int *tags, struct rw_net_mr **mrs)
-{
-	struct rw_net_req *req = NULL;
-
-	assert_int_equal(rw_net_irecv(r, n, data, sizes, tags, mrs, &req), 0);
-	assert_non_null(req); /* a few receives only: there is room */
-	return req;
-}
-
-/* test until done; returns test's result (sizes filled when 0). */
-static int finish(struct rw_net_req *req, size_t *sizes)
-{
-	uint64_t deadline = rw_now_ms() + WAIT_MS;
-	int done = 0, rc;
-
-	do {
-		rc = rw_net_test(req, &done, sizes);
-		if (!rc && !done && rw_now_ms() > deadline)
-			fail_msg("request %p never finished", (void *)req);
-	} while (!rc && !done);
-	return rc;
-}
-
 /* --- cases --------------------------------------------------------------------- */
 
 static void properties_are_the_truth(void **state)
@@ -227,7 +140,7 @@ static void send_waits_for_the_head_receive(void **state)
 	struct rw_net_req *r0, *r1, *sreq[9] = {0};
 
 	(void)state;
-	pair_open(&pr);
+	pair_open(net, &pr);
 	assert_int_equal(buf_get(pr.s, &sb, 9 * cap), 0);
 	assert_int_equal(buf_get(pr.r, &rb, 9 * cap), 0);
 	rw_test_fill(sb.p, sb.len, 11);
@@ -304,7 +217,7 @@ static void grouped_receives_in_random_tag_orders(void **state)
 		/* message (k, t) sits at sb/rb + (k * 8 + t) * cap */
 		const size_t slot = cap;
 
-		pair_open(&pr);
+		pair_open(net, &pr);
 		assert_int_equal(buf_get(pr.s, &sb, (size_t)NRECV * 8 * slot), 0);
 		assert_int_equal(buf_get(pr.r, &rb, (size_t)NRECV * 8 * slot), 0);
 		rw_test_fill(sb.p, sb.len, (uint64_t)n);
@@ -412,7 +325,7 @@ static void oversized_send_fails_both_sides(void **state)
 		void *d1, *d2;
 		int rc;
 
-		pair_open(&pr);
+		pair_open(net, &pr);
 		assert_int_equal(buf_get(pr.s, &sb, 6 * MIB), 0);
 		assert_int_equal(buf_get(pr.r, &rb, 6 * MIB), 0);
 		rw_test_fill(sb.p, sb.len, c);
@@ -468,7 +381,7 @@ static void limits_refused_before_anything_moves(void **state)
 
 	(void)state;
 	rw_test_log_expect("max_p2p_bytes");
-	pair_open(&pr);
+	pair_open(net, &pr);
 	assert_int_equal(buf_get(pr.s, &sb, 4096), 0);
 	assert_int_equal(buf_get(pr.r, &rb, 4096), 0);
 	d = rb.p;
@@ -642,7 +555,7 @@ static void many_sends_queued_behind_a_full_socket(void **state)
 	uint64_t deadline = rw_now_ms() + WAIT_MS;
 
 	(void)state;
-	pair_open(&pr);
+	pair_open(net, &pr);
 	assert_int_equal(buf_get(pr.s, &sb, NMSG * len), 0);
 	assert_int_equal(buf_get(pr.r, &rb, NMSG * len), 0);
 	rw_test_fill(sb.p, sb.len, 29);

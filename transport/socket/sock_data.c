@@ -14,6 +14,11 @@
  * (sock_stream.c).  A TRUNC header (the sender refused a message larger
  * than its buffer) fails the comm with -EMSGSIZE.
  *
+ * A comm that takes messages sent ahead (rw_net_ahead) reads them only
+ * once their receive is posted, checks them as the sender would have, and
+ * writes the posts of receives no striped message can fill lazily
+ * (posts_due).
+ *
  * A failed comm answers at once: every later irecv, isend and test on it
  * returns the comm's first error (a request whose bytes had all moved before
  * still completes).  A request still moving bytes is let go of first: the
@@ -71,13 +76,16 @@ static bool again(ssize_t n)
 
 /* --- receive side ---------------------------------------------------------- */
 
-/* Write the posts not yet written.  0 or -errno. */
+/* Write the posts not yet written.  A sender that sends ahead and has
+ * closed its end needs none: they are dropped, and what it sent before is
+ * still read (the end of the stream fails what it did not send).  0 or
+ * -errno. */
 static int posts_flush(struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
 	struct rw_sock_rx *rx = &d->rx;
 
-	while (rx->out_pos < rx->out_len) {
+	while (rx->out_pos < rx->out_len && !rx->sender_gone) {
 		ssize_t n = send(d->streams[0].fd, rx->out + rx->out_pos, rx->out_len - rx->out_pos,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -89,6 +97,10 @@ static int posts_flush(struct rw_sock_comm *c)
 			return 0;
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (c->ahead && n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			rx->sender_gone = true;
+			break;
+		}
 		return rw_sock_comm_fail(c, n < 0 ? -errno : -EPIPE,
 					 "stream 0: posting a receive to the peer");
 	}
@@ -96,8 +108,34 @@ static int posts_flush(struct rw_sock_comm *c)
 	return 0;
 }
 
-/* Queue the post of receive r.  There is always room: a post not yet
- * written belongs to a receive still in posted[]. */
+/* Write the queued posts now?  Always, unless the comm takes messages sent
+ * ahead: then only a receive that a striped message may fill (big: the
+ * sender waits for its post) needs its post at once; the others only let
+ * the sender check what it sent ahead, and go RW_SOCK_POST_LAZY at a time
+ * (one system call on each side instead of one per receive), or once the
+ * oldest has waited a millisecond. */
+static bool posts_due(struct rw_sock_comm *c, bool big)
+{
+	struct rw_sock_rx *rx = &c->d->rx;
+	size_t queued = rx->out_len - rx->out_pos;
+	uint64_t now;
+
+	if (!queued)
+		return false;
+	if (!c->ahead || big || queued >= RW_SOCK_POST_LAZY * sizeof(struct rw_sock_post)) {
+		rx->out_since_ms = 0;
+		return true;
+	}
+	now = rw_now_ms();
+	if (!rx->out_since_ms)
+		rx->out_since_ms = now;
+	if (now - rx->out_since_ms < 1)
+		return false;
+	rx->out_since_ms = 0;
+	return true;
+}
+
+/* Queue the post of receive r (irecv made sure there is room). */
 static void post_queue(struct rw_sock_rx *rx, const struct rw_sock_req *r)
 {
 	struct rw_sock_post p = {.marker = RW_SOCK_MSG_MARKER,
@@ -159,15 +197,21 @@ static int rx_fill(struct rw_sock_comm *c, size_t want)
  * but its message can be on stream 0 (nothing is sent that no receive
  * takes): read its header into the read-ahead and its payload straight
  * into the buffer, in one call (rx->pre: payload bytes read so;
- * rx_header checks them against the header).  DONE (perhaps nothing read:
- * the caller goes on with rx_fill), AGAIN or -errno. */
+ * rx_header checks them against the header).  A comm that takes messages
+ * sent ahead (rw_net_ahead) may find the next messages behind it: it reads
+ * no more than the read-ahead could hold, and rx_header moves what follows
+ * the payload there.  DONE (perhaps nothing read: the caller goes on with
+ * rx_fill), AGAIN or -errno. */
 static int rx_direct(struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
 	struct rw_sock_rx *rx = &d->rx;
 	struct rw_sock_req *r = rx->posted[rx->p_head % RW_SOCK_MAX_REQS];
-	struct iovec iov[2] = {{rx->buf, sizeof(struct rw_sock_msg_hdr)},
-			       {r->e[0].data, r->e[0].cap}};
+	struct iovec iov[2] = {
+		{rx->buf, sizeof(struct rw_sock_msg_hdr)},
+		{r->e[0].data,
+		 c->ahead ? RW_MIN(r->e[0].cap, sizeof(rx->buf) - sizeof(struct rw_sock_msg_hdr))
+			  : r->e[0].cap}};
 	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
 	ssize_t n;
 
@@ -307,6 +351,12 @@ static int rx_check(struct rw_sock_comm *c, struct rw_sock_req *r, const struct 
 					 "%u of receive #%u (%zu bytes); the sender refused it",
 					 rx->msg_seq, h->tag, (unsigned long long)h->size, h->index,
 					 r->seq, e->cap);
+	if (h->kind != RW_SOCK_MSG_TRUNC && h->size > e->cap && c->ahead)
+		return rw_sock_comm_fail(c, -EMSGSIZE,
+					 "message #%u (tag %d, %llu bytes), sent ahead, is larger "
+					 "than buffer %u of receive #%u (%zu bytes)",
+					 rx->msg_seq, h->tag, (unsigned long long)h->size, h->index,
+					 r->seq, e->cap);
 	if (h->kind == RW_SOCK_MSG_TRUNC || h->size > e->cap)
 		return rw_sock_comm_fail(c, -EPROTO,
 					 "stream 0: message #%u (kind %u, tag %d, %llu bytes) for "
@@ -328,7 +378,7 @@ static int rx_header(struct rw_sock_comm *c)
 	int rc;
 
 	if (rx->p_head == rx->p_tail)
-		return RW_SOCK_STEP_AGAIN; /* no receive posted: nothing may come */
+		return RW_SOCK_STEP_AGAIN; /* no receive posted: nothing to read into */
 	rc = rx_direct(c);
 	if (rc != RW_SOCK_STEP_DONE)
 		return rc;
@@ -368,15 +418,25 @@ static int rx_header(struct rw_sock_comm *c)
 		rx->p_head++;
 	rx_route(c, r, &h, e->data);
 	if (rx->pre) {
-		/* rx_direct read that much of slice 0 into place already */
-		if (rx->state != RW_SOCK_RX_PAYLOAD || rx->pre > rx->left)
+		/* rx_direct read that much of slice 0 into place already, and
+		 * on a comm that takes messages sent ahead perhaps the start of
+		 * the next ones: those go to the read-ahead (rx_direct read no
+		 * more than it holds) */
+		size_t mine = rx->state == RW_SOCK_RX_PAYLOAD ? RW_MIN(rx->pre, rx->left) : 0;
+		size_t next = rx->pre - mine;
+
+		if (next && !c->ahead)
 			return rw_sock_comm_fail(
 				c, -EPROTO,
 				"stream 0: %zu bytes after the header of message "
 				"#%u (%llu bytes), more than its payload on stream 0",
 				rx->pre, rx->msg_seq - 1, (unsigned long long)h.size);
-		rx->dst += rx->pre;
-		rx->left -= rx->pre;
+		if (next) {
+			memcpy(rx->buf + rx->len, e->data + mine, next);
+			rx->len += next;
+		}
+		rx->dst += mine;
+		rx->left -= mine;
 		rx->pre = 0;
 	}
 	return RW_SOCK_STEP_DONE;
@@ -399,7 +459,7 @@ static int rx_progress(struct rw_sock_comm *c)
 	struct rw_sock_data *d = c->d;
 	int rc = atomic_load_explicit(&d->err, memory_order_acquire);
 
-	if (!rc)
+	if (!rc && posts_due(c, false))
 		rc = posts_flush(c);
 	while (!rc) {
 		rc = d->rx.state == RW_SOCK_RX_PAYLOAD ? rx_payload(c) : rx_header(c);
@@ -421,12 +481,14 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 
 	if (rc)
 		return rc;
-	if (!req || n < 1 || n > RW_NET_MAX_RECVS || !data || !sizes || !tags || !mrs) {
+	if (!req || n < 1 || n > (c->ahead ? 1 : RW_NET_MAX_RECVS) || !data || !sizes || !tags ||
+	    !mrs) {
 		RW_WARN(RW_LOG_NET,
 			"socket: irecv(n=%d, data=%p, sizes=%p, tags=%p, mrs=%p, req=%p) from %s: "
-			"bad arguments (n must be 1..%d)",
+			"bad arguments (n must be 1..%d%s)",
 			n, (void *)data, (const void *)sizes, (const void *)tags, (void *)mrs,
-			(void *)req, c->peer, RW_NET_MAX_RECVS);
+			(void *)req, c->peer, c->ahead ? 1 : RW_NET_MAX_RECVS,
+			c->ahead ? ": the comm takes messages sent ahead" : "");
 		return -EINVAL;
 	}
 	for (int i = 0; i < n; i++) {
@@ -457,7 +519,12 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 		if (rc)
 			return rc;
 	}
-	if (c->reqs.used >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS) {
+	/* posts written lazily may outlive their receives: one more must fit */
+	if (sizeof(rx->out) - (rx->out_len - rx->out_pos) < sizeof(struct rw_sock_post) &&
+	    (rc = posts_flush(c)) != 0)
+		return rc;
+	if (c->reqs.used >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS ||
+	    sizeof(rx->out) - (rx->out_len - rx->out_pos) < sizeof(struct rw_sock_post)) {
 		*req = NULL;
 		return 0;
 	}
@@ -475,7 +542,8 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 	rx->posted[rx->p_tail % RW_SOCK_MAX_REQS] = r;
 	rx->p_tail++;
 	post_queue(rx, r);
-	posts_flush(c); /* a failure shows in test */
+	if (posts_due(c, sizes[0] >= c->min_stripe && d->nstreams > 1))
+		posts_flush(c); /* a failure shows in test */
 	RW_TRACE(RW_LOG_NET, "socket: irecv #%u, %d buffer(s), from %s", r->seq, n, c->peer);
 	*req = &r->base;
 	return 0;
@@ -505,6 +573,21 @@ int rw_sock_patient(struct rw_net_comm *comm)
 	if (rc)
 		return rc;
 	c->patient = true; /* read by this comm's data path only (one thread) */
+	return 0;
+}
+
+int rw_sock_ahead(struct rw_net_comm *comm)
+{
+	struct rw_sock_comm *c;
+
+	if (!comm)
+		return -EINVAL;
+	c = rw_sock_comm_from(comm);
+	if (rw_obj_check_any(&c->obj, rw_sock_comm_kinds, 2) || !c->d) {
+		RW_WARN(RW_LOG_NET, "socket: ahead on a closed, unconnected or foreign comm");
+		return -EINVAL;
+	}
+	c->ahead = true; /* read by this comm's data path only (one thread) */
 	return 0;
 }
 

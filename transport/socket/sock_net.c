@@ -149,6 +149,7 @@ static const struct rw_net_ops sock_ops = {
 	.destroy = sock_destroy,
 	.describe = rw_sock_describe,
 	.patient = rw_sock_patient,
+	.ahead = rw_sock_ahead,
 };
 
 int rw_sock_create(const struct rw_config *cfg, struct rw_net **out)
