@@ -216,19 +216,19 @@ struct rw_net_ops {
 	 *  caller's idle time and bounds its own waits.  -EINVAL on a send
 	 *  comm. */
 	int (*patient)(struct rw_net_comm *comm);
-	/** Optional (NULL: -ENOTSUP): send ahead.  On a send comm: from now
-	 *  on isend takes a send that no known receive of the peer can take
-	 *  at once, and sends it to the receive the peer posts next (a send
-	 *  that one can take goes there, as always), instead of answering "not
-	 *  now" until the post arrives: the post's round trip leaves the
-	 *  message's path.  On a recv comm: from now on it accepts such
-	 *  messages, and irecv takes one buffer per receive (else -EINVAL).
-	 *  Both ends must be set, the recv comm before its first irecv, and
-	 *  the caller must post receives in the order of the sends, each with
-	 *  the send's tag and room for it: a message that breaks that fails
-	 *  both ends (-EMSGSIZE when it is too large, else -EPROTO) instead of
-	 *  waiting.  For callers that own both ends, as the ring engine does;
-	 *  never set on NCCL's comms. */
+	/** Optional (NULL: -ENOTSUP): send ahead, set on both ends of a
+	 *  connection before its first message (else -EINVAL).  Every receive
+	 *  has one buffer (irecv of more: -EINVAL), message k fills receive k,
+	 *  and the receiver tells the sender nothing: isend takes a send at
+	 *  once, whether or not its receive was posted yet, and the receive
+	 *  takes the message once it is.  The caller must post receives in the
+	 *  order of the sends, each with the send's tag and room for it: a
+	 *  message that breaks that fails the receiver (-EMSGSIZE when it is
+	 *  too large, else -EPROTO) and, through the connection, the sender,
+	 *  instead of waiting.  A receive's buffer past the message's bytes
+	 *  may be written (with the next messages' first bytes).  For callers
+	 *  that own both ends, as the ring engine does; never set on NCCL's
+	 *  comms. */
 	int (*ahead)(struct rw_net_comm *comm);
 	/** Optional (NULL: -ENOTSUP): irecv of one host buffer whose message
 	 *  is handed to sink (struct rw_net_sink) as it arrives, so the caller

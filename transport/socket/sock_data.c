@@ -14,10 +14,9 @@
  * (sock_stream.c).  A TRUNC header (the sender refused a message larger
  * than its buffer) fails the comm with -EMSGSIZE.
  *
- * A comm that takes messages sent ahead (rw_net_ahead) reads them only
- * once their receive is posted, checks them as the sender would have, and
- * writes the posts of receives no striped message can fill lazily
- * (posts_due).
+ * A comm that takes messages sent ahead (rw_net_ahead) posts nothing: it
+ * reads each message once its receive is posted and checks it as the
+ * sender would have.
  *
  * A failed comm answers at once: every later irecv, isend and test on it
  * returns the comm's first error (a request whose bytes had all moved before
@@ -76,16 +75,13 @@ static bool again(ssize_t n)
 
 /* --- receive side ---------------------------------------------------------- */
 
-/* Write the posts not yet written.  A sender that sends ahead and has
- * closed its end needs none: they are dropped, and what it sent before is
- * still read (the end of the stream fails what it did not send).  0 or
- * -errno. */
+/* Write the posts not yet written.  0 or -errno. */
 static int posts_flush(struct rw_sock_comm *c)
 {
 	struct rw_sock_data *d = c->d;
 	struct rw_sock_rx *rx = &d->rx;
 
-	while (rx->out_pos < rx->out_len && !rx->sender_gone) {
+	while (rx->out_pos < rx->out_len) {
 		ssize_t n = send(d->streams[0].fd, rx->out + rx->out_pos, rx->out_len - rx->out_pos,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
@@ -97,10 +93,6 @@ static int posts_flush(struct rw_sock_comm *c)
 			return 0;
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (c->ahead && n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-			rx->sender_gone = true;
-			break;
-		}
 		return rw_sock_comm_fail(c, n < 0 ? -errno : -EPIPE,
 					 "stream 0: posting a receive to the peer");
 	}
@@ -108,34 +100,8 @@ static int posts_flush(struct rw_sock_comm *c)
 	return 0;
 }
 
-/* Write the queued posts now?  Always, unless the comm takes messages sent
- * ahead: then only a receive that a striped message may fill (big: the
- * sender waits for its post) needs its post at once; the others only let
- * the sender check what it sent ahead, and go RW_SOCK_POST_LAZY at a time
- * (one system call on each side instead of one per receive), or once the
- * oldest has waited a millisecond. */
-static bool posts_due(struct rw_sock_comm *c, bool big)
-{
-	struct rw_sock_rx *rx = &c->d->rx;
-	size_t queued = rx->out_len - rx->out_pos;
-	uint64_t now;
-
-	if (!queued)
-		return false;
-	if (!c->ahead || big || queued >= RW_SOCK_POST_LAZY * sizeof(struct rw_sock_post)) {
-		rx->out_since_ms = 0;
-		return true;
-	}
-	now = rw_now_ms();
-	if (!rx->out_since_ms)
-		rx->out_since_ms = now;
-	if (now - rx->out_since_ms < 1)
-		return false;
-	rx->out_since_ms = 0;
-	return true;
-}
-
-/* Queue the post of receive r (irecv made sure there is room). */
+/* Queue the post of receive r.  There is always room: a post not yet
+ * written belongs to a receive still in posted[]. */
 static void post_queue(struct rw_sock_rx *rx, const struct rw_sock_req *r)
 {
 	struct rw_sock_post p = {.marker = RW_SOCK_MSG_MARKER,
@@ -336,6 +302,12 @@ static int rx_check(struct rw_sock_comm *c, struct rw_sock_req *r, const struct 
 	struct rw_sock_entry *e = h->index < r->n ? &r->e[h->index] : NULL;
 	char tags[160];
 
+	if (c->ahead && e && h->recv == r->seq && e->tag != h->tag)
+		return rw_sock_comm_fail(c, -EPROTO,
+					 "message #%u (%llu bytes), sent ahead, has tag %d, but "
+					 "receive #%u takes tag %d",
+					 rx->msg_seq, (unsigned long long)h->size, h->tag, r->seq,
+					 e->tag);
 	if (h->recv != r->seq || !e || e->used || e->tag != h->tag) {
 		tags_str(r->e, r->n, tags, sizeof(tags));
 		return rw_sock_comm_fail(
@@ -375,6 +347,7 @@ static int rx_header(struct rw_sock_comm *c)
 	struct rw_sock_msg_hdr h;
 	struct rw_sock_entry *e;
 	struct rw_sock_req *r;
+	size_t pre = 0;
 	int rc;
 
 	if (rx->p_head == rx->p_tail)
@@ -411,33 +384,39 @@ static int rx_header(struct rw_sock_comm *c)
 	}
 	rx->pos += sizeof(h);
 	e = &r->e[h.index];
+	if (rx->pre) {
+		/* rx_direct read that much of the payload on stream 0 (all of
+		 * an eager one, slice 0 of a striped one) into place already,
+		 * and on a comm that takes messages sent ahead perhaps the
+		 * start of the next messages: those go to the read-ahead
+		 * (rx_direct read no more than it holds), before the helpers
+		 * are given the rest of the buffer */
+		uint64_t off, len0 = h.size;
+		size_t next;
+
+		if (h.kind == RW_SOCK_MSG_STRIPED)
+			rw_sock_stripe(h.size, (unsigned)d->nstreams, 0, &off, &len0);
+		pre = RW_MIN(rx->pre, (size_t)len0);
+		next = rx->pre - pre;
+		if (next && !c->ahead)
+			return rw_sock_comm_fail(
+				c, -EPROTO,
+				"stream 0: %zu bytes after the header of message "
+				"#%u (%llu bytes), more than its payload on stream 0",
+				rx->pre, rx->msg_seq, (unsigned long long)h.size);
+		memcpy(rx->buf + rx->len, e->data + pre, next);
+		rx->len += next;
+		rx->pre = 0;
+	}
 	e->used = true;
 	e->size = h.size;
 	rx->msg_seq++;
 	if (--r->msgs_left == 0)
 		rx->p_head++;
 	rx_route(c, r, &h, e->data);
-	if (rx->pre) {
-		/* rx_direct read that much of slice 0 into place already, and
-		 * on a comm that takes messages sent ahead perhaps the start of
-		 * the next ones: those go to the read-ahead (rx_direct read no
-		 * more than it holds) */
-		size_t mine = rx->state == RW_SOCK_RX_PAYLOAD ? RW_MIN(rx->pre, rx->left) : 0;
-		size_t next = rx->pre - mine;
-
-		if (next && !c->ahead)
-			return rw_sock_comm_fail(
-				c, -EPROTO,
-				"stream 0: %zu bytes after the header of message "
-				"#%u (%llu bytes), more than its payload on stream 0",
-				rx->pre, rx->msg_seq - 1, (unsigned long long)h.size);
-		if (next) {
-			memcpy(rx->buf + rx->len, e->data + mine, next);
-			rx->len += next;
-		}
-		rx->dst += mine;
-		rx->left -= mine;
-		rx->pre = 0;
+	if (pre) {
+		rx->dst += pre;
+		rx->left -= pre;
 	}
 	return RW_SOCK_STEP_DONE;
 }
@@ -459,7 +438,7 @@ static int rx_progress(struct rw_sock_comm *c)
 	struct rw_sock_data *d = c->d;
 	int rc = atomic_load_explicit(&d->err, memory_order_acquire);
 
-	if (!rc && posts_due(c, false))
+	if (!rc)
 		rc = posts_flush(c);
 	while (!rc) {
 		rc = d->rx.state == RW_SOCK_RX_PAYLOAD ? rx_payload(c) : rx_header(c);
@@ -519,12 +498,7 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 		if (rc)
 			return rc;
 	}
-	/* posts written lazily may outlive their receives: one more must fit */
-	if (sizeof(rx->out) - (rx->out_len - rx->out_pos) < sizeof(struct rw_sock_post) &&
-	    (rc = posts_flush(c)) != 0)
-		return rc;
-	if (c->reqs.used >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS ||
-	    sizeof(rx->out) - (rx->out_len - rx->out_pos) < sizeof(struct rw_sock_post)) {
+	if (c->reqs.used >= RW_SOCK_MAX_REQS || rx->p_tail - rx->p_head >= RW_SOCK_MAX_REQS) {
 		*req = NULL;
 		return 0;
 	}
@@ -541,9 +515,10 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 		r->e[i] = (struct rw_sock_entry){.data = data[i], .cap = sizes[i], .tag = tags[i]};
 	rx->posted[rx->p_tail % RW_SOCK_MAX_REQS] = r;
 	rx->p_tail++;
-	post_queue(rx, r);
-	if (posts_due(c, sizes[0] >= c->min_stripe && d->nstreams > 1))
+	if (!c->ahead) {
+		post_queue(rx, r);
 		posts_flush(c); /* a failure shows in test */
+	}
 	RW_TRACE(RW_LOG_NET, "socket: irecv #%u, %d buffer(s), from %s", r->seq, n, c->peer);
 	*req = &r->base;
 	return 0;
@@ -585,6 +560,12 @@ int rw_sock_ahead(struct rw_net_comm *comm)
 	c = rw_sock_comm_from(comm);
 	if (rw_obj_check_any(&c->obj, rw_sock_comm_kinds, 2) || !c->d) {
 		RW_WARN(RW_LOG_NET, "socket: ahead on a closed, unconnected or foreign comm");
+		return -EINVAL;
+	}
+	if (c->obj.kind == RW_SOCK_SEND_MAGIC ? c->d->tx.seq || c->d->tx.post_seq
+					      : c->d->rx.recv_seq) {
+		RW_WARN(RW_LOG_NET, "socket: ahead on the comm with %s after its first message",
+			c->peer);
 		return -EINVAL;
 	}
 	c->ahead = true; /* read by this comm's data path only (one thread) */

@@ -50,18 +50,15 @@ static_assert(RW_SOCK_MAX_RECVS == RW_NET_MAX_RECVS, "one entry per buffer of a 
 #define RW_SOCK_ADDRSTRLEN RW_TCP_ADDRSTRLEN /* "[v6addr%scope]:port" */
 #define RW_SOCK_MAX_DEVS   32
 #define RW_SOCK_MAX_REQS   (RW_NET_MAX_REQUESTS * RW_NET_MAX_RECVS)
-#define RW_SOCK_SLAB_REQS  32	 /* requests allocated together */
-#define RW_SOCK_RING	   64	 /* ops queued per helper stream */
-#define RW_SOCK_TX_BATCH   32	 /* stream-0 pieces per sendmsg */
-#define RW_SOCK_RXBUF	   16384 /* calling thread's read-ahead, stream 0 */
-#define RW_SOCK_POST_BATCH 16	 /* posts read per recv call */
-#define RW_SOCK_POST_LAZY                                                                          \
-	8			       /* posts a comm taking messages sent ahead                  \
-					  writes at once (sock_data.c) */
-#define RW_SOCK_MAX_CANDS 64	       /* accepted sockets still owing a hello */
-#define RW_SOCK_MAX_ASMS  16	       /* connections with streams missing */
-#define RW_SOCK_MAX_COMMS 65536	       /* what get_properties promises */
-#define RW_SOCK_MAX_BYTES (1ull << 40) /* max_p2p_bytes: NCCL checks <= 1 TiB */
+#define RW_SOCK_SLAB_REQS  32		/* requests allocated together */
+#define RW_SOCK_RING	   64		/* ops queued per helper stream */
+#define RW_SOCK_TX_BATCH   32		/* stream-0 pieces per sendmsg */
+#define RW_SOCK_RXBUF	   16384	/* calling thread's read-ahead, stream 0 */
+#define RW_SOCK_POST_BATCH 16		/* posts read per recv call */
+#define RW_SOCK_MAX_CANDS  64		/* accepted sockets still owing a hello */
+#define RW_SOCK_MAX_ASMS   16		/* connections with streams missing */
+#define RW_SOCK_MAX_COMMS  65536	/* what get_properties promises */
+#define RW_SOCK_MAX_BYTES  (1ull << 40) /* max_p2p_bytes: NCCL checks <= 1 TiB */
 /* Listener limits (sock_listen.c) */
 #define RW_SOCK_CANDS_PER_HOST 16    /* of RW_SOCK_MAX_CANDS, from one source address */
 #define RW_SOCK_DROP_WARNS     8     /* drop warnings per listener per window ... */
@@ -236,14 +233,6 @@ struct rw_sock_rpost {
 	bool used[RW_SOCK_MAX_RECVS];
 };
 
-/** A message sent ahead of its receive's post (rw_net_ahead): the post,
- *  when it comes, is checked against it and takes nothing more. */
-struct rw_sock_ahead {
-	uint32_t seq; /* the message's number */
-	int32_t tag;
-	uint64_t size;
-};
-
 /* --- streams and helper threads -------------------------------------------- */
 
 /** A piece of a message on one stream: header (send side, stream 0 only)
@@ -287,14 +276,12 @@ struct rw_sock_tx {
 	struct rw_sock_rpost posts[RW_SOCK_MAX_REQS]; /* not yet filled */
 	unsigned r_head, r_tail;		      /* posts[r_head] is the one sends match */
 	uint32_t post_seq;			      /* number of the next post expected */
-	struct rw_sock_ahead ahead[RW_SOCK_MAX_REQS]; /* sent before their post came */
-	unsigned a_head, a_tail;
-	bool peer_closed;      /* the receiver closed its end */
-	int refused;	       /* a send was too large: the comm fails
-				  once the TRUNC header is out */
-	uint64_t wait_ms;      /* since when isend finds nothing to match */
-	uint64_t wait_last_ms; /* last time it found nothing */
-	size_t in_len;	       /* in[0..in_len): posts read, not parsed */
+	bool peer_closed;			      /* the receiver closed its end */
+	int refused;				      /* a send was too large: the comm fails
+							 once the TRUNC header is out */
+	uint64_t wait_ms;			      /* since when isend finds nothing to match */
+	uint64_t wait_last_ms;			      /* last time it found nothing */
+	size_t in_len;				      /* in[0..in_len): posts read, not parsed */
 	char in[RW_SOCK_POST_BATCH * sizeof(struct rw_sock_post)];
 };
 
@@ -312,8 +299,6 @@ struct rw_sock_rx {
 	size_t pre;	 /* payload bytes read into place with the header (rx_direct) */
 	char buf[RW_SOCK_RXBUF];
 	size_t out_pos, out_len; /* posts not yet written */
-	uint64_t out_since_ms;	 /* when the oldest lazy post was queued, or 0 */
-	bool sender_gone;	 /* it sent ahead and closed: posts are dropped */
 	char out[RW_SOCK_MAX_REQS * sizeof(struct rw_sock_post)];
 };
 
@@ -347,7 +332,7 @@ struct rw_sock_comm {
 	size_t min_stripe;
 	int64_t timeout_ms;
 	bool patient;		      /* recv: a receive waits for its first header unbounded */
-	bool ahead;		      /* sends go ahead of the peer's posts (rw_net_ahead) */
+	bool ahead;		      /* no posts: message k fills receive k (rw_net_ahead) */
 	struct rw_sock_connect *conn; /* send side, until connected */
 	pthread_mutex_t mr_lock;      /* reg_mr may race the data path */
 	struct rw_list mrs;
@@ -477,8 +462,8 @@ bool rw_sock_stripe_room(struct rw_sock_data *d, uint64_t size);
 
 /** patient (rw_net.h): receives wait for their first header unbounded. */
 int rw_sock_patient(struct rw_net_comm *comm);
-/** ahead (rw_net.h): a send comm sends ahead of the peer's posts, a recv
- *  comm takes messages sent so (one buffer per receive). */
+/** ahead (rw_net.h): a send comm sends without posts, a recv comm takes
+ *  messages sent so and posts nothing (one buffer per receive). */
 int rw_sock_ahead(struct rw_net_comm *comm);
 
 /** describe (rw_net.h): kind, streams, fd of stream 0, peer (sock_describe.c). */

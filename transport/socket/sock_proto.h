@@ -30,17 +30,14 @@
  * RW_SOCK_MSG_TRUNC, and both ends fail the connection with -EMSGSIZE.
  * Messages and receives are numbered from 0 on both ends (wrapping).
  *
- * Sending ahead (rw_net_ahead, both ends set; receives of one buffer): a
- * message that no known receive takes, and that is not striped, goes out
- * at once as EAGER naming receive (number of the next post expected +
- * messages already sent ahead), buffer 0: with one buffer per receive,
- * message k fills receive k.  The receiver reads nothing of it until that
- * receive is posted, and fails the connection if the receive does not
- * take it (-EMSGSIZE when it is too large); the sender checks each post
- * that arrives afterwards against it the same way.  Such a receiver
- * writes the posts of receives that no striped message can fill lazily,
- * several at a time: the sender needs them only for that check.  Nothing
- * on the wire changes, so the version stays.
+ * Sending ahead (rw_net_ahead, both ends set before the first message;
+ * receives of one buffer): the receiver posts nothing, and message k goes
+ * out at once, EAGER or STRIPED as its size says, naming receive k,
+ * buffer 0.  The receiver reads nothing of it until that receive is
+ * posted, and fails the connection if the receive does not take it
+ * (-EMSGSIZE when it is too large, -EPROTO for another tag).  A post
+ * reaching a sender set so is a protocol error.  The headers are the same,
+ * so the version stays.
  *
  * Integers are in host byte order (both ends run the same build, as NCCL
  * assumes); the magic and the markers read back wrong on a peer of the other

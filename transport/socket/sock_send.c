@@ -11,10 +11,9 @@
  * posting order.  When nothing can be matched for RINGWAY_TIMEOUT_MS while
  * the caller keeps trying and nothing moves, the comm fails -ETIMEDOUT.
  *
- * A send comm set to send ahead (rw_net_ahead) does not wait for the
- * post when none is known: the message goes out at once, to the receive
- * the peer posts next, and that post, when it comes, is checked against it
- * (sock_proto.h).
+ * A send comm set to send ahead (rw_net_ahead) matches nothing: its peer
+ * posts nothing, every receive has one buffer, so message k goes out at
+ * once to receive k, and the receiver checks it (sock_proto.h).
  *
  * A message larger than the buffer it matched is refused: its request fails
  * -EMSGSIZE at its first test, and only its header (RW_SOCK_MSG_TRUNC)
@@ -75,45 +74,23 @@ int rw_sock_tx_error(struct rw_sock_comm *c)
 
 /* --- the peer's posts ------------------------------------------------------ */
 
-/* The post of a receive that a message sent ahead filled already: check
- * that it took it (the receiver fails the same way).  0 or -errno. */
-static int post_ahead(struct rw_sock_comm *c, const struct rw_sock_post *p)
-{
-	struct rw_sock_tx *tx = &c->d->tx;
-	const struct rw_sock_ahead *a = &tx->ahead[tx->a_head % RW_SOCK_MAX_REQS];
-
-	if (p->n != 1 || p->tags[0] != a->tag)
-		return rw_sock_comm_fail(c, -EPROTO,
-					 "message #%u (tag %d, %llu bytes) went ahead to receive "
-					 "#%u, which was posted with %u buffer(s), the first with "
-					 "tag %d",
-					 a->seq, a->tag, (unsigned long long)a->size, p->seq, p->n,
-					 p->tags[0]);
-	if (a->size > p->sizes[0])
-		return rw_sock_comm_fail(c, -EMSGSIZE,
-					 "message #%u (tag %d, %llu bytes) went ahead to receive "
-					 "#%u, whose buffer has %llu bytes",
-					 a->seq, a->tag, (unsigned long long)a->size, p->seq,
-					 (unsigned long long)p->sizes[0]);
-	tx->a_head++;
-	tx->post_seq++;
-	return 0;
-}
-
 /* Check one post from the peer and queue it.  0 or -errno. */
 static int post_take(struct rw_sock_comm *c, const struct rw_sock_post *p)
 {
 	struct rw_sock_tx *tx = &c->d->tx;
 	struct rw_sock_rpost *rp;
 
+	if (c->ahead)
+		return rw_sock_comm_fail(c, -EPROTO,
+					 "stream 0: the peer posted receive #%u, but this comm "
+					 "sends ahead: its receiving end was not set so",
+					 p->seq);
 	if (p->marker != RW_SOCK_MSG_MARKER || p->kind != RW_SOCK_MSG_POST || p->n < 1 ||
 	    p->n > RW_SOCK_MAX_RECVS || p->seq != tx->post_seq)
 		return rw_sock_comm_fail(c, -EPROTO,
 					 "stream 0: expected the post of receive #%u, got marker "
 					 "0x%04x, kind %u, %u buffer(s), number %u",
 					 tx->post_seq, p->marker, p->kind, p->n, p->seq);
-	if (tx->a_head != tx->a_tail)
-		return post_ahead(c, p);
 	if (tx->r_tail - tx->r_head >= RW_SOCK_MAX_REQS)
 		return rw_sock_comm_fail(
 			c, -EPROTO,
@@ -370,23 +347,13 @@ static struct rw_sock_rpost *head_match(struct rw_sock_tx *tx, int tag, int *i)
 	return p;
 }
 
-/* May a message that no known receive takes go ahead of its post?  Not a
- * striped one: its slices would wait in the helpers' streams. */
-static bool ahead_ok(const struct rw_sock_comm *c, size_t size)
-{
-	const struct rw_sock_data *d = c->d;
-
-	return c->ahead && (size < c->min_stripe || d->nstreams == 1) &&
-	       d->tx.a_tail - d->tx.a_head < RW_SOCK_MAX_REQS;
-}
-
 int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, struct rw_net_mr *mr,
 		  struct rw_net_req **req)
 {
 	struct rw_sock_comm *c;
 	struct rw_sock_data *d;
 	struct rw_sock_tx *tx;
-	struct rw_sock_rpost *p;
+	struct rw_sock_rpost *p, ahead;
 	struct rw_sock_req *r;
 	struct rw_sock_msg_hdr h;
 	bool striped;
@@ -416,23 +383,31 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, st
 	if (tx->peer_closed)
 		return rw_sock_comm_fail(c, -ECONNRESET, "the peer closed the connection");
 	/* Read the peer's posts only when the head one takes nothing: a
-	 * message that matches costs one system call, as with plain TCP. */
-	p = head_match(tx, tag, &i);
-	if (i < 0 && !p && ahead_ok(c, size) && tx->a_tail - tx->a_head < RW_SOCK_MAX_REQS / 2) {
-		/* it goes ahead whatever the posts say: they are read later,
-		 * many per call (the peer writes them lazily, sock_data.c) */
-	} else if (i < 0) {
+	 * message that matches costs one system call, as with plain TCP.
+	 * Sending ahead, there are none: message k fills receive k. */
+	if (c->ahead) {
+		ahead = (struct rw_sock_rpost){.seq = tx->seq,
+					       .n = 1,
+					       .left = 1,
+					       .tags = {tag},
+					       .caps = {RW_SOCK_MAX_BYTES}};
+		p = &ahead;
+		i = 0;
+	} else {
+		p = head_match(tx, tag, &i);
+	}
+	if (i < 0) {
 		rc = rw_sock_tx_progress(c);
 		if (!rc && tx->peer_closed)
 			rc = rw_sock_comm_fail(c, -ECONNRESET, "the peer closed the connection");
 		if (rc)
 			return rc;
 		p = head_match(tx, tag, &i);
-		if (i < 0 && (p || !ahead_ok(c, size)))
+		if (i < 0)
 			return tx_wait(c, p, size, tag, req);
 	}
 	tx->wait_ms = 0;
-	striped = p && size >= c->min_stripe && d->nstreams > 1 && size <= p->caps[i];
+	striped = size >= c->min_stripe && d->nstreams > 1 && size <= p->caps[i];
 	if (c->reqs.used >= RW_SOCK_MAX_REQS || tx->q0_tail - tx->q0_head >= RW_SOCK_MAX_REQS ||
 	    (striped && !rw_sock_stripe_room(d, size))) {
 		*req = NULL; /* no room now: NCCL tries again */
@@ -450,11 +425,11 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, st
 	r->seq = tx->seq;
 	h = (struct rw_sock_msg_hdr){.marker = RW_SOCK_MSG_MARKER,
 				     .kind = striped ? RW_SOCK_MSG_STRIPED : RW_SOCK_MSG_EAGER,
-				     .index = (uint8_t)(p ? i : 0),
+				     .index = (uint8_t)i,
 				     .tag = tag,
 				     .size = size,
-				     .recv = p ? p->seq : tx->post_seq + (tx->a_tail - tx->a_head)};
-	if (p && size > p->caps[i]) {
+				     .recv = p->seq};
+	if (size > p->caps[i]) {
 		RW_WARN(RW_LOG_NET,
 			"socket: send comm to %s: message #%u (tag %d, %zu bytes) is larger than "
 			"buffer %d (%llu bytes) of the peer's receive #%u; refused, the connection "
@@ -473,24 +448,15 @@ int rw_sock_isend(struct rw_net_comm *comm, void *data, size_t size, int tag, st
 			return rc;
 		}
 	}
-	if (p) {
-		p->used[i] = true;
-		if (--p->left == 0)
-			tx->r_head++;
-	} else {
-		tx->ahead[tx->a_tail % RW_SOCK_MAX_REQS] =
-			(struct rw_sock_ahead){.seq = tx->seq, .tag = tag, .size = size};
-		tx->a_tail++;
-	}
+	p->used[i] = true;
+	if (--p->left == 0 && !c->ahead)
+		tx->r_head++;
 	tx->seq++;
 	/* write what the kernel takes now; a failure shows in test */
 	if (!tx_pump(c) && tx->refused && !tx_busy(d))
 		rw_sock_comm_abort(c, tx->refused);
 	RW_TRACE(RW_LOG_NET, "socket: isend %zu bytes tag %d to %s into receive #%u/%d (%s)", size,
-		 tag, c->peer, h.recv, h.index,
-		 striped ? "striped"
-		 : p	 ? "eager"
-			 : "ahead");
+		 tag, c->peer, p->seq, i, striped ? "striped" : "eager");
 	*req = &r->base;
 	return 0;
 }
