@@ -18,8 +18,9 @@
 #define HELLO_MAGIC 0x4c485752u /* "RWHL" */
 /* 2: signatures (first data message, tokens, notices); 3: tokens and
  * notices carry the collective's number, patient control links; 4: the
- * signature flags device buffers on one host, whose chunks differ */
-#define HELLO_VERSION 4
+ * signature flags device buffers on one host, whose chunks differ; 5:
+ * links send ahead (rw_net_ahead): no receive posts on the socket */
+#define HELLO_VERSION 5
 
 struct hello {
 	uint32_t magic;
@@ -187,10 +188,12 @@ static int pending_step(struct rw_coll_comm *c, struct pending *p, bool *progres
 	if (got != sizeof(*h) || h->magic != HELLO_MAGIC || h->version != HELLO_VERSION ||
 	    h->nranks != c->nranks || !(l = match_hello(c, h))) {
 		RW_WARN(RW_LOG_INIT | RW_LOG_COLL,
-			"coll: rank %d: unexpected hello (%zu bytes: rank %d of %d, link %d): "
-			"is another job using this listener?",
+			"coll: rank %d: unexpected hello (%zu bytes: rank %d of %d, link %d, "
+			"version %d, this build's %d): is another job, or another build of "
+			"ringway, using this listener?",
 			c->rank, got, got >= sizeof(*h) ? h->rank : -1,
-			got >= sizeof(*h) ? h->nranks : -1, got >= sizeof(*h) ? h->id : -1);
+			got >= sizeof(*h) ? h->nranks : -1, got >= sizeof(*h) ? h->id : -1,
+			got >= sizeof(*h) ? (int)h->version : -1, HELLO_VERSION);
 		return -EPROTO;
 	}
 	l->comm = p->comm;

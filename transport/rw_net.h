@@ -47,8 +47,8 @@
  * that closed or died fails it.  A send larger than its buffer fails on both
  * sides (-EMSGSIZE), the sender's request included.  The exception is a
  * connection whose two ends were set to send ahead (rw_net_ahead()): there
- * every receive has one buffer, and a send with no receive known to take it
- * goes out at once, to the receive that the receiver posts next.
+ * every receive has one buffer, the k-th send fills the k-th receive, and
+ * a send goes out at once, whether that receive was posted yet or not.
  *
  * Failed comms.  After a protocol error or a connection failure (a
  * truncation, garbage, a peer's close or death, a timeout) a comm answers

@@ -36,8 +36,10 @@
  * buffer 0.  The receiver reads nothing of it until that receive is
  * posted, and fails the connection if the receive does not take it
  * (-EMSGSIZE when it is too large, -EPROTO for another tag).  A post
- * reaching a sender set so is a protocol error.  The headers are the same,
- * so the version stays.
+ * reaching a sender set so is a protocol error, found when the sender next
+ * reads stream 0 (testing a send still under way).  The headers are the
+ * same, so the version stays; the ring engine's hello (HELLO_VERSION 5)
+ * keeps builds that post from meeting builds that do not.
  *
  * Integers are in host byte order (both ends run the same build, as NCCL
  * assumes); the magic and the markers read back wrong on a peer of the other
