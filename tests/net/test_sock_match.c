@@ -97,11 +97,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	rw_net_destroy(net);
-	net = NULL;
-	if (rw_sock_live_total())
-		fail_msg("%ld socket objects still alive", rw_sock_live_total());
-	RW_TEST_ASSERT_LOG_CLEAN();
+	sock_net_teardown(&net);
 	return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "transport/rw_net.h"
 #include "transport/socket/sock.h"
 #include "transport/socket/sock_proto.h"
+#include "net/test_sock_pair.h"
 
 #define WAIT_MS 20000
 #define SOON_MS 10000 /* "at once": far below RINGWAY_TIMEOUT_MS */
@@ -70,11 +71,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	rw_net_destroy(net);
-	net = NULL;
-	if (rw_sock_live_total())
-		fail_msg("%ld socket objects still alive", rw_sock_live_total());
-	RW_TEST_ASSERT_LOG_CLEAN();
+	sock_net_teardown(&net);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include "common/rw_common.h"
 #include "transport/rw_net.h"
+#include "transport/socket/sock.h"
 
 #define SOCK_PAIR_WAIT_MS 30000
 
@@ -25,6 +26,17 @@ struct buf {
 	size_t len;
 	struct rw_net_mr *mr;
 };
+
+/* Teardown: destroy the net, then no socket object may be left and no
+ * warning unexpected. */
+static inline void sock_net_teardown(struct rw_net **net)
+{
+	rw_net_destroy(*net);
+	*net = NULL;
+	if (rw_sock_live_total())
+		fail_msg("%ld socket objects still alive", rw_sock_live_total());
+	RW_TEST_ASSERT_LOG_CLEAN();
+}
 
 static inline int buf_get(struct rw_net_comm *c, struct buf *b, size_t len)
 {
