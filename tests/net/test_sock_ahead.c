@@ -29,22 +29,8 @@ static struct rw_net *net;
 
 static int make(const char *nstreams, const char *min_stripe)
 {
-	const char *env[] = {"RINGWAY_SOCKET_IFNAME",
-			     "=lo",
-			     "RINGWAY_SOCKET_FAMILY",
-			     "ipv4",
-			     "RINGWAY_TIMEOUT_MS",
-			     "20000",
-			     "RINGWAY_SOCKET_NSTREAMS",
-			     nstreams,
-			     "RINGWAY_SOCKET_MIN_STRIPE",
-			     min_stripe,
-			     NULL};
-
 	rw_test_log_reset();
-	if (rw_test_config(&cfg, env))
-		return -1;
-	return rw_sock_create(&cfg, &net) ? -1 : 0;
+	return sock_net_make(&cfg, nstreams, min_stripe, &net) ? -1 : 0;
 }
 
 static int setup(void **state)

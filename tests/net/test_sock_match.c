@@ -37,21 +37,7 @@ static struct rw_net *net;
 
 static int net_make(struct rw_net **out)
 {
-	const char *env[] = {"RINGWAY_SOCKET_IFNAME",
-			     "=lo",
-			     "RINGWAY_SOCKET_FAMILY",
-			     "ipv4",
-			     "RINGWAY_TIMEOUT_MS",
-			     "20000",
-			     "RINGWAY_SOCKET_NSTREAMS",
-			     stripe ? "3" : "1",
-			     "RINGWAY_SOCKET_MIN_STRIPE",
-			     stripe ? "4096" : "256K",
-			     NULL};
-
-	if (rw_test_config(&cfg, env))
-		return -EINVAL;
-	return rw_sock_create(&cfg, out);
+	return sock_net_make(&cfg, stripe ? "3" : "1", stripe ? "4096" : "256K", out);
 }
 
 /* xorshift */

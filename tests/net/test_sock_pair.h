@@ -27,6 +27,28 @@ struct buf {
 	struct rw_net_mr *mr;
 };
 
+/* A socket net on loopback (IPv4, a 20 s timeout) with nstreams streams
+ * per connection, striping from min_stripe bytes (registry syntax). */
+static inline int sock_net_make(struct rw_config *cfg, const char *nstreams, const char *min_stripe,
+				struct rw_net **out)
+{
+	const char *env[] = {"RINGWAY_SOCKET_IFNAME",
+			     "=lo",
+			     "RINGWAY_SOCKET_FAMILY",
+			     "ipv4",
+			     "RINGWAY_TIMEOUT_MS",
+			     "20000",
+			     "RINGWAY_SOCKET_NSTREAMS",
+			     nstreams,
+			     "RINGWAY_SOCKET_MIN_STRIPE",
+			     min_stripe,
+			     NULL};
+
+	if (rw_test_config(cfg, env))
+		return -EINVAL;
+	return rw_sock_create(cfg, out);
+}
+
 /* Teardown: destroy the net, then no socket object may be left and no
  * warning unexpected. */
 static inline void sock_net_teardown(struct rw_net **net)

@@ -80,6 +80,23 @@ static void pci_dev(const char *root, const char *dir, const char *busid, const 
 	link_to(root, rel, target);
 }
 
+#define NIC_PCI_PATH "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:02.0/0000:04:00.0"
+
+/* rw_topo_nic_facts(dev) under root says exactly this; every field is
+ * written (the struct starts as garbage). */
+static void nic_facts_are(const char *root, const char *dev, const char *pci_path, int speed_mbps,
+			  uint64_t guid, int ifindex)
+{
+	struct rw_topo_nic_facts f;
+
+	memset(&f, 0x5a, sizeof(f));
+	assert_int_equal(rw_topo_nic_facts(root, dev, &f), 0);
+	assert_string_equal(f.pci_path, pci_path);
+	assert_int_equal(f.speed_mbps, speed_mbps);
+	assert_true(f.guid == guid);
+	assert_int_equal(f.ifindex, ifindex);
+}
+
 static void sysfs_tree_discovery(void **state)
 {
 	char root[] = "/tmp/rw-topo-sys-XXXXXX", cmd[64];
@@ -138,27 +155,12 @@ static void sysfs_tree_discovery(void **state)
 	rw_topo_destroy(t);
 
 	/* the transports' reader: the same facts, live, by RDMA device or netdev */
-	assert_int_equal(rw_topo_nic_facts(root, "mlx5_0", &f), 0);
-	assert_string_equal(f.pci_path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/"
-					"0000:02:02.0/0000:04:00.0");
-	assert_int_equal(f.speed_mbps, 100000);
-	assert_true(f.guid == 0x0c42a10300345a10ull);
-	assert_int_equal(f.ifindex, 0);
+	nic_facts_are(root, "mlx5_0", NIC_PCI_PATH, 100000, 0x0c42a10300345a10ull, 0);
 	putf(root, "200000\n", "sys/devices/%s/net/ib0/speed", nic);
 	putf(root, "3\n", "sys/devices/%s/net/ib0/ifindex", nic);
 	putf(root, "0a:0b:0c:0d:0e:0f\n", "sys/devices/%s/net/ib0/address", nic);
-	assert_int_equal(rw_topo_nic_facts(root, "ib0", &f), 0);
-	assert_string_equal(f.pci_path, "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/"
-					"0000:02:02.0/0000:04:00.0");
-	assert_int_equal(f.speed_mbps, 200000);
-	assert_true(f.guid == 0x0a0b0c0d0e0full);
-	assert_int_equal(f.ifindex, 3);
-	memset(&f, 0x5a, sizeof(f)); /* what sysfs does not know is 0 or "" */
-	assert_int_equal(rw_topo_nic_facts(root, "eth9", &f), 0);
-	assert_string_equal(f.pci_path, "");
-	assert_int_equal(f.speed_mbps, 0);
-	assert_true(f.guid == 0);
-	assert_int_equal(f.ifindex, 0);
+	nic_facts_are(root, "ib0", NIC_PCI_PATH, 200000, 0x0a0b0c0d0e0full, 3);
+	nic_facts_are(root, "eth9", "", 0, 0, 0); /* what sysfs does not know is 0 or "" */
 	assert_int_equal(rw_topo_nic_facts(root, "../../etc", &f), -EINVAL);
 	assert_int_equal(rw_topo_nic_facts(root, "", &f), -EINVAL);
 	assert_int_equal(rw_topo_nic_facts(root, NULL, &f), -EINVAL);
