@@ -29,6 +29,16 @@
 # measured").  Figures are printed, never asserted: the exit code says only
 # whether the runs ran.
 #
+# With FLOOR=1 (the default) every size from FLOOR_MIN (64K) up is also
+# measured with bench/ring_floor.c, in the same alternation: the time this
+# host takes to move the bytes any allreduce of that size must move (2(P-1)/P
+# of the buffer into each rank), with nothing else done, through memory (one
+# memcpy per byte, shm) and through the kernel's TCP on loopback (the best of
+# 1, 2 and 4 threads of 1 or 4 connections).  Its table says how far above
+# that floor each ringway figure is; the cliff check also checks the floors,
+# and a Gloo target that misses says whether 1.5x Gloo lies below the TCP
+# floor.
+#
 #   bench/allreduce_compare.sh [build dir]
 #   SIZES="8 64K 2M" RANKS=2 TRANSPORTS=shm REPEAT=1 bench/allreduce_compare.sh build
 #   GLOO=0 TRANSPORTS=tcp SIZES="16M 32M 64M 128M 256M" ITERS=10 bench/allreduce_compare.sh build
@@ -46,6 +56,8 @@ REPEAT=${REPEAT:-3}
 ITERS=${ITERS:-}
 ITERS_MAX=${ITERS_MAX:-1000}
 GLOO=${GLOO:-1}
+FLOOR=${FLOOR:-1}
+FLOOR_MIN=${FLOOR_MIN:-64K}
 TIMEOUT=${TIMEOUT:-600}
 PS_RANKS=${PS_RANKS-4}
 PS_SIZE=${PS_SIZE:-64M}
@@ -66,6 +78,10 @@ if [[ $GLOO == 1 ]]; then
 		exit 1
 	fi
 	g++ -O2 -std=c++17 -o "$out/allreduce_gloo" "$here/allreduce_gloo.cc" -lgloo -lpthread
+fi
+
+if [[ $FLOOR == 1 ]]; then
+	cc -O2 -std=c11 -Wall -pthread -o "$out/ring_floor" "$here/ring_floor.c"
 fi
 
 as_root=()
@@ -134,6 +150,14 @@ run_gloo() { # ranks bytes
 	awk '$1 == "gloo" { print $3, $4 }' "$out/last.txt" >>"$out/gloo_$1.times"
 }
 
+run_floor() { # transport ranks bytes
+	local how=(-t mem) it
+	[[ $1 == tcp ]] && how=(-t tcp -s 1,2,4 -c 1,4)
+	it=$(iters_for "$3")
+	measure "$out/ring_floor" "${how[@]}" -p "$2" -n "$it" -w "$(warmup_for "$it")" "$3"
+	awk '$1 == "floor" { print $2, $3 }' "$out/last.txt" >>"$out/floor_$1_$2.times"
+}
+
 # "bytes median" per size from "bytes us" lines.
 median() {
 	sort -k1,1n -k2,2g "$1" | awk '
@@ -145,11 +169,13 @@ median() {
 
 size_list=()
 for s in $SIZES; do size_list+=("$(bytes "$s")"); done
+floor_min=$(bytes "$FLOOR_MIN")
 : >"$out/compare.log"
 for n in $RANKS; do
 	for t in $TRANSPORTS; do
 		: >"$out/rw_${t}_$n.times"
 		: >"$out/mpi_${t}_$n.times"
+		: >"$out/floor_${t}_$n.times"
 	done
 	: >"$out/gloo_$n.times"
 done
@@ -162,6 +188,9 @@ for ((rep = 1; rep <= REPEAT; rep++)); do
 			for t in $TRANSPORTS; do
 				run_rw "$t" "$n" "$b"
 				run_mpi "$t" "$n" "$b"
+				if [[ $FLOOR == 1 ]] && ((b >= floor_min)); then
+					run_floor "$t" "$n" "$b"
+				fi
 			done
 			[[ $GLOO == 1 ]] && run_gloo "$n" "$b"
 		done
@@ -221,8 +250,11 @@ all_meds() {
 		for t in $TRANSPORTS; do
 			med_of rw "$t" "$n" | sed "s/^/rw_${t}_$n /"
 			med_of mpi "$t" "$n" | sed "s/^/mpi_${t}_$n /"
+			if [[ -s $out/floor_${t}_$n.times ]]; then
+				median "$out/floor_${t}_$n.times" | sed "s/^/floor_${t}_$n /"
+			fi
 		done
-		[[ -s $out/gloo_$n.med ]] && sed "s/^/gloo_$n /" "$out/gloo_$n.med"
+		if [[ -s $out/gloo_$n.med ]]; then sed "s/^/gloo_$n /" "$out/gloo_$n.med"; fi
 	done
 }
 
@@ -256,32 +288,54 @@ all_meds | awk -v sizes="${size_list[*]}" -v ranks="$RANKS" -v transports="$TRAN
 					ratio(ms, rs), us(rt), us(mt), ratio(mt, rt), us(g), ratio(g, rs), ratio(g, rt)
 			}
 		}
-		# the busbw cliff: 64 KiB .. 16 MiB, each size against the one before
+		# the floor: ringway against the least time moving its bytes takes
+		for (j = 1; j <= nr; j++) {
+			n = rk[j]
+			if (v["floor_shm_" n, order[k]] == "" && v["floor_tcp_" n, order[k]] == "") continue
+			printf "\n### the floor: %d ranks, the least time moving an allreduce'"'"'s bytes takes (bench/ring_floor.c), µs; x floor = ringway / floor\n\n", n
+			print "| size | shm floor (memcpy) | shm: ringway | x floor | floor busbw (GB/s) | TCP floor (loopback) | TCP: ringway | x floor | floor busbw (GB/s) |"
+			print "|---|---|---|---|---|---|---|---|---|"
+			for (i = 1; i <= k; i++) {
+				b = order[i]
+				fs = v["floor_shm_" n, b]; ft = v["floor_tcp_" n, b]
+				if (fs == "" && ft == "") continue
+				rs = v["rw_shm_" n, b]; rt = v["rw_tcp_" n, b]
+				printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sz(b), us(fs), us(rs), ratio(rs, fs),
+					fs == "" ? "-" : sprintf("%.2f", bus(b, fs, n)), us(ft), us(rt), ratio(rt, ft),
+					ft == "" ? "-" : sprintf("%.2f", bus(b, ft, n))
+			}
+		}
+		# the busbw cliff: 64 KiB .. 16 MiB, each size against the one before;
+		# the floors are checked the same way, for comparison (not a target)
 		print "\n### busbw cliff check (ringway, 64 KiB to 16 MiB): busbw at a size >= 80% of the size before\n"
 		for (j = 1; j <= nr; j++) {
 			n = rk[j]
 			for (tt = 1; tt <= 2; tt++) {
 				t = tt == 1 ? "shm" : "tcp"
 				if (!has(t)) continue
-				line = ""; prev = 0; pb = 0; cliff = 0
-				for (i = 1; i <= k; i++) {
-					b = order[i]
-					if (b < 65536 || b > 16777216) continue
-					r = v["rw_" t "_" n, b]
-					if (r == "") continue
-					bw = bus(b, r, n)
-					mark = ""
-					if (prev > 0 && bw < 0.8 * prev) {
-						mark = sprintf(" CLIFF (%.0f%% of %s)", 100 * bw / prev, sz(pb))
-						cliff = 1
-						miss("cliff", sprintf("%s %d ranks %s %.2f GB/s = %.0f%% of %s", t, n, sz(b), bw, 100 * bw / prev, sz(pb)))
+				for (side = 1; side <= 2; side++) {
+					who = side == 1 ? "rw" : "floor"
+					line = ""; prev = 0; pb = 0; cliff = 0
+					for (i = 1; i <= k; i++) {
+						b = order[i]
+						if (b < 65536 || b > 16777216) continue
+						r = v[who "_" t "_" n, b]
+						if (r == "") continue
+						bw = bus(b, r, n)
+						mark = ""
+						if (prev > 0 && bw < 0.8 * prev) {
+							mark = sprintf(" CLIFF (%.0f%% of %s)", 100 * bw / prev, sz(pb))
+							cliff = 1
+							if (who == "rw")
+								miss("cliff", sprintf("%s %d ranks %s %.2f GB/s = %.0f%% of %s", t, n, sz(b), bw, 100 * bw / prev, sz(pb)))
+						}
+						line = line sprintf("  %s %.2f%s", sz(b), bw, mark)
+						prev = bw; pb = b
 					}
-					line = line sprintf("  %s %.2f%s", sz(b), bw, mark)
-					prev = bw; pb = b
+					if (line == "") continue
+					if (who == "rw" && !cliff) ok("cliff")
+					printf "%-9s %d ranks:%s  -> %s\n", (who == "rw" ? "" : "floor ") t, n, line, cliff ? "cliff" : "no cliff"
 				}
-				if (line == "") continue
-				if (!cliff) ok("cliff")
-				printf "%-3s %d ranks:%s  -> %s\n", t, n, line, cliff ? "cliff" : "no cliff"
 			}
 		}
 		# the targets
@@ -295,7 +349,11 @@ all_meds | awk -v sizes="${size_list[*]}" -v ranks="$RANKS" -v transports="$TRAN
 					if (r == "" || r <= 0) continue
 					if (g != "") {
 						if (g / r >= 1.5) ok("gloo")
-						else miss("gloo", sprintf("%s %d ranks %s %.2fx", t, n, sz(b), g / r))
+						else {
+							f = v["floor_tcp_" n, b]
+							miss("gloo", sprintf("%s %d ranks %s %.2fx%s", t, n, sz(b), g / r,
+								f == "" ? "" : sprintf(" (1.5x Gloo: %s us; the TCP floor: %s us)", us(g / 1.5), us(f))))
+						}
 					}
 					if (m == "") continue
 					q = m / r

@@ -77,8 +77,8 @@ struct shared {
 	atomic_uint arrived, generation; /* the barrier */
 	atomic_int failed;
 	uint16_t port[MAX_RANKS];
-	double us[MAX_RANKS]; /* per rank, the latest measurement */
-	double best;	      /* rank 0: the best slowest-rank time so far */
+	double us[MAX_RANKS];	     /* per rank, the latest measurement */
+	double best;		     /* rank 0: the best slowest-rank time so far */
 	atomic_uint step[MAX_RANKS]; /* mem: steps each rank has finished */
 };
 
@@ -184,7 +184,8 @@ static int stream_move(const struct stream *s)
 				left -= sent[i] == s->len[i];
 			}
 			if (p[2 * i + 1].revents) {
-				k = recv(s->in[i], s->dst[i] + got[i], s->len[i] - got[i], MSG_DONTWAIT);
+				k = recv(s->in[i], s->dst[i] + got[i], s->len[i] - got[i],
+					 MSG_DONTWAIT);
 				if (k == 0 || (k < 0 && errno != EAGAIN))
 					return -1;
 				got[i] += k > 0 ? (size_t)k : 0;
@@ -285,8 +286,8 @@ static double tcp_run(pthread_barrier_t *go, pthread_barrier_t *done, int *round
 
 /* One layout: `threads` threads of `socks` connections each, the share cut
  * in equal slices (multiples of 64 bytes, the last takes the rest). */
-static void tcp_layout(int rank, const int *out, const int *in, char *src, char *dst,
-		       size_t share, int threads, int socks, const struct opts *o)
+static void tcp_layout(int rank, const int *out, const int *in, char *src, char *dst, size_t share,
+		       int threads, int socks, const struct opts *o)
 {
 	int nslices = threads * socks, rounds = 0;
 	size_t per = share / (size_t)nslices / 64 * 64, off = 0;
@@ -296,8 +297,8 @@ static void tcp_layout(int rank, const int *out, const int *in, char *src, char 
 	pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
 	pthread_barrier_init(&done, NULL, (unsigned)threads + 1);
 	for (int t = 0; t < threads; t++) {
-		w[t] = (struct worker){.s.n = socks, .go = &go, .done = &done, .rounds = &rounds,
-				       .rank = rank};
+		w[t] = (struct worker){
+			.s.n = socks, .go = &go, .done = &done, .rounds = &rounds, .rank = rank};
 		for (int i = 0; i < socks; i++) {
 			int k = t * socks + i;
 			size_t len = k == nslices - 1 ? share - off : per;
@@ -365,7 +366,8 @@ static void mem_move(int rank, const struct mem_bufs *m, const struct opts *o, u
 		const char *src = s == 0 ? mem_send(m, pred) : mem_recv(m, pred);
 
 		/* the predecessor has finished the step before this one */
-		while (s > 0 && atomic_load_explicit(&sh->step[pred], memory_order_acquire) < *step) {
+		while (s > 0 &&
+		       atomic_load_explicit(&sh->step[pred], memory_order_acquire) < *step) {
 			if (atomic_load(&sh->failed))
 				_exit(1);
 			sched_yield();
@@ -401,11 +403,22 @@ static size_t parse_bytes(const char *s)
 	double v = strtod(s, &end);
 
 	switch (*end) {
-	case 'k': case 'K': v *= 1024; break;
-	case 'm': case 'M': v *= 1024 * 1024; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
-	case '\0': break;
-	default: return 0;
+	case 'k':
+	case 'K':
+		v *= 1024;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		break;
+	case '\0':
+		break;
+	default:
+		return 0;
 	}
 	return v >= 1 ? (size_t)v : 0;
 }
@@ -438,8 +451,13 @@ static int parse(int argc, char **argv, struct opts *o)
 {
 	int c;
 
-	*o = (struct opts){.ranks = 2, .iters = 20, .warmup = 3, .threads = {1}, .nthreads = 1,
-			   .socks = {1}, .nsocks = 1};
+	*o = (struct opts){.ranks = 2,
+			   .iters = 20,
+			   .warmup = 3,
+			   .threads = {1},
+			   .nthreads = 1,
+			   .socks = {1},
+			   .nsocks = 1};
 	o->mem = -1;
 	while ((c = getopt(argc, argv, "t:p:s:c:n:w:")) != -1) {
 		switch (c) {
@@ -473,7 +491,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		return usage("-p takes 2 to 64 ranks");
 	if (o->iters < 1 || o->warmup < 0)
 		return usage("-n takes at least 1 iteration, -w at least 0");
-	if (o->mem && (o->nthreads != 1 || o->threads[0] != 1 || o->nsocks != 1 || o->socks[0] != 1))
+	if (o->mem &&
+	    (o->nthreads != 1 || o->threads[0] != 1 || o->nsocks != 1 || o->socks[0] != 1))
 		return usage("mem copies on one thread: no -s or -c");
 	for (int t = 0; t < o->nthreads; t++)
 		for (int k = 0; k < o->nsocks; k++)
