@@ -258,7 +258,7 @@ all_meds() {
 	done
 }
 
-all_meds | awk -v sizes="${size_list[*]}" -v ranks="$RANKS" -v transports="$TRANSPORTS" '
+all_meds | awk -v sizes="${size_list[*]}" -v ranks="$RANKS" -v transports="$TRANSPORTS" -v ncpu="$(nproc)" '
 	{ v[$1, $2] = $3 }
 	function sz(b) {
 		if (b >= 1048576 && b % 1048576 == 0) return b / 1048576 " MiB"
@@ -304,6 +304,8 @@ all_meds | awk -v sizes="${size_list[*]}" -v ranks="$RANKS" -v transports="$TRAN
 					fs == "" ? "-" : sprintf("%.2f", bus(b, fs, n)), us(ft), us(rt), ratio(rt, ft),
 					ft == "" ? "-" : sprintf("%.2f", bus(b, ft, n))
 			}
+			if (n > ncpu)
+				printf "\n%d ranks on %d CPUs: the floor'"'"'s ranks share the cores too, and one waiting for its predecessor yields, so the scheduler weighs on it as on ringway (which may come out below it).\n", n, ncpu
 		}
 		# the busbw cliff: 64 KiB .. 16 MiB, each size against the one before;
 		# the floors are checked the same way, for comparison (not a target)

@@ -18,15 +18,16 @@
  *        of the lists given is measured and the best one printed;
  *   mem  the ring's 2(P-1) steps of n/P, each one memcpy straight out of
  *        the predecessor's buffers (all mapped shared) into this rank's
- *        receive buffer: step 0 from its send buffer, every later step the
- *        segment it received the step before, once its step counter says
- *        it is there.  One copy per byte moved, the least any transport
- *        through memory does (ringway's shm slots copy twice, its cross-
- *        memory attach once but pins the pages first), and every byte but
- *        the first step's was written by another core in this very call,
- *        as an allreduce's partial sums and results are.  The data are not
- *        checked: a rank may run up to P-1 steps ahead of its successor and
- *        rewrite a segment while the successor still reads it.
+ *        receive buffer: step 0 from its send buffer, every later step
+ *        from the segment of its receive buffer that it wrote in the step
+ *        before, piece by piece (64 KiB) as the predecessor's counter says
+ *        each piece is there.  One copy per byte moved, the least any
+ *        transport through memory does (ringway's shm slots copy twice,
+ *        its cross-memory attach once but pins the pages first), and the
+ *        bytes of every step but the first are written by another core in
+ *        every call, as an allreduce's partial sums and results are.  The
+ *        data are not checked: a rank may run up to P-1 steps ahead of its
+ *        successor and rewrite a segment while the successor still reads it.
  *
  * Time per iteration is each rank's wall time over the timed iterations
  * (after a barrier), divided by their number; the slowest rank's is
@@ -77,9 +78,9 @@ struct shared {
 	atomic_uint arrived, generation; /* the barrier */
 	atomic_int failed;
 	uint16_t port[MAX_RANKS];
-	double us[MAX_RANKS];	     /* per rank, the latest measurement */
-	double best;		     /* rank 0: the best slowest-rank time so far */
-	atomic_uint step[MAX_RANKS]; /* mem: steps each rank has finished */
+	double us[MAX_RANKS];	      /* per rank, the latest measurement */
+	double best;		      /* rank 0: the best slowest-rank time so far */
+	atomic_uint piece[MAX_RANKS]; /* mem: pieces each rank has copied */
 };
 
 static struct shared *sh;
@@ -354,43 +355,58 @@ static char *mem_recv(const struct mem_bufs *m, int r)
 	return mem_send(m, r) + m->bytes;
 }
 
-/* One allreduce's worth of moves, steps numbered on from *step. */
-static void mem_move(int rank, const struct mem_bufs *m, const struct opts *o, unsigned *step)
+#define MEM_PIECE ((size_t)64 << 10)
+
+/* One allreduce's worth of moves; *piece numbers the pieces copied so far
+ * (every rank copies as many per call), and sh->piece[rank] tells the
+ * successor how far this rank is. */
+static void mem_move(int rank, const struct mem_bufs *m, const struct opts *o, unsigned *piece)
 {
 	int p = o->ranks, pred = (rank + p - 1) % p;
 	size_t seg = o->bytes / (size_t)p;
+	size_t step_pieces = (o->bytes - (size_t)(p - 1) * seg + MEM_PIECE - 1) / MEM_PIECE;
 
-	for (int s = 0; s < 2 * (p - 1); s++, (*step)++) {
+	for (int s = 0; s < 2 * (p - 1); s++) {
 		int k = ((rank - 1 - s) % p + 2 * p) % p;
 		size_t off = (size_t)k * seg, len = k == p - 1 ? o->bytes - off : seg;
 		const char *src = s == 0 ? mem_send(m, pred) : mem_recv(m, pred);
+		unsigned first = *piece;
 
-		/* the predecessor has finished the step before this one */
-		while (s > 0 &&
-		       atomic_load_explicit(&sh->step[pred], memory_order_acquire) < *step) {
-			if (atomic_load(&sh->failed))
-				_exit(1);
-			sched_yield();
+		for (size_t at = 0; at < len; at += MEM_PIECE, (*piece)++) {
+			size_t n = len - at < MEM_PIECE ? len - at : MEM_PIECE;
+			/* the predecessor wrote this piece in the step before:
+			 * steps are step_pieces apart on every rank's count */
+			unsigned need = *piece - (unsigned)step_pieces + 1;
+
+			while (s > 0 && atomic_load_explicit(&sh->piece[pred],
+							     memory_order_acquire) < need) {
+				if (atomic_load(&sh->failed))
+					_exit(1);
+				sched_yield();
+			}
+			memcpy(mem_recv(m, rank) + off + at, src + off + at, n);
+			atomic_store_explicit(&sh->piece[rank], *piece + 1, memory_order_release);
 		}
-		memcpy(mem_recv(m, rank) + off, src + off, len);
-		atomic_store_explicit(&sh->step[rank], *step + 1, memory_order_release);
+		/* a short segment still counts a whole step's pieces */
+		*piece = first + (unsigned)step_pieces;
+		atomic_store_explicit(&sh->piece[rank], *piece, memory_order_release);
 	}
 }
 
 static void mem_rank(int rank, const struct mem_bufs *m, const struct opts *o)
 {
-	unsigned step = 0;
+	unsigned piece = 0;
 	double t0;
 
 	memset(mem_send(m, rank), rank + 1, o->bytes);
 	memset(mem_recv(m, rank), 0, o->bytes);
 	barrier(o->ranks); /* every buffer is written */
 	for (int i = 0; i < o->warmup; i++)
-		mem_move(rank, m, o, &step);
+		mem_move(rank, m, o, &piece);
 	barrier(o->ranks);
 	t0 = now_us();
 	for (int i = 0; i < o->iters; i++)
-		mem_move(rank, m, o, &step);
+		mem_move(rank, m, o, &piece);
 	sh->us[rank] = (now_us() - t0) / o->iters;
 	report(rank, 1, 1, o); /* the buffers stay until all are done */
 }
