@@ -62,6 +62,14 @@ int perf_ranks_from_env(struct perf_ranks *out);
  */
 int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), void *arg);
 
+/**
+ * The rendezvous port of an mpirun job on one host, from the job's hash:
+ * in 10000..65535 and outside the ephemeral range ephemeral_range reads
+ * ("lo hi", as /proc/sys/net/ipv4/ip_local_port_range; NULL or unreadable:
+ * Linux's default 32768 60999) where any port is, in the larger gap.
+ */
+unsigned perf_job_port(unsigned hash, const char *ephemeral_range);
+
 /* perf_data.c */
 
 size_t perf_dtype_size(int dtype);

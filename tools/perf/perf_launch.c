@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_* */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,36 @@ static unsigned job_hash(void)
 	return h;
 }
 
+/*
+ * The port is chosen outside the kernel's ephemeral ports: there, the local
+ * port of any connection on this host can be the one rank 0 must listen
+ * on, and its listen fails with EADDRINUSE.  20000 + hash % 30000 (half of
+ * it inside the default 32768-60999) did so under mpirun in 1 launch of 16
+ * right after a benchmark run ("bootstrap: rank 0 cannot listen on
+ * 127.0.0.1:49140: Address already in use").
+ */
+unsigned perf_job_port(unsigned hash, const char *ephemeral_range)
+{
+	const unsigned min = 10000, max = 65535;
+	unsigned lo = 32768, hi = 60999, below, above;
+
+	if (ephemeral_range) {
+		unsigned a, b;
+
+		if (sscanf(ephemeral_range, "%u %u", &a, &b) == 2 && a <= b && b <= max) {
+			lo = a;
+			hi = b;
+		}
+	}
+	below = lo > min ? lo - min : 0; /* [min, lo) */
+	above = hi < max ? max - hi : 0; /* (hi, max] */
+	if (below && below >= above)
+		return min + hash % below;
+	if (above)
+		return hi + 1 + hash % above;
+	return min + hash % (max - min + 1); /* every port is ephemeral */
+}
+
 int perf_ranks_from_env(struct perf_ranks *out)
 {
 	const char *r, *s, *local;
@@ -92,7 +123,17 @@ int perf_ranks_from_env(struct perf_ranks *out)
 	    (rw_launcher_get(RW_LAUNCHER_MASTER_ADDR) && rw_launcher_get(RW_LAUNCHER_MASTER_PORT)))
 		return 0;
 	if (strcmp(out->how, "mpirun") == 0 && local_size == out->nranks) {
-		snprintf(out->root, sizeof(out->root), "127.0.0.1:%u", 20000 + job_hash() % 30000);
+		char range[64] = "";
+		int fd = open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY);
+
+		if (fd >= 0) {
+			ssize_t got = read(fd, range, sizeof(range) - 1);
+
+			range[got > 0 ? got : 0] = '\0';
+			close(fd);
+		}
+		snprintf(out->root, sizeof(out->root), "127.0.0.1:%u",
+			 perf_job_port(job_hash(), range));
 		return 0;
 	}
 	if (out->nranks > 1) {
