@@ -524,7 +524,6 @@ int main(int argc, char **argv)
 	struct opts o;
 	int rc = parse(argc, argv, &o), lfd[MAX_RANKS], status;
 	size_t share;
-	char *src = NULL, *dst = NULL;
 	struct mem_bufs mb = {0};
 
 	if (rc)
@@ -533,15 +532,11 @@ int main(int argc, char **argv)
 	/* what each rank receives: the ring's 2(P-1) segments of n/P */
 	share = o.bytes / (size_t)o.ranks * 2 * (size_t)(o.ranks - 1);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (o.mem) { /* every rank's buffers, readable by all */
+	if (o.mem) /* every rank's buffers, readable by all */
 		mb.base = mmap(NULL, 2 * o.bytes * (size_t)o.ranks, PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	} else {
-		src = malloc(share);
-		dst = malloc(share);
-	}
-	if (sh == MAP_FAILED || mb.base == MAP_FAILED || (!o.mem && (!src || !dst))) {
-		perror("ring_floor: memory");
+	if (sh == MAP_FAILED || mb.base == MAP_FAILED) {
+		perror("ring_floor: shared memory");
 		return 1;
 	}
 	for (int r = 0; r < o.ranks && !o.mem; r++)
@@ -554,14 +549,20 @@ int main(int argc, char **argv)
 
 		if (pid < 0) {
 			perror("ring_floor: fork");
-			return 1;
+			atomic_store(&sh->failed, 1); /* the ranks forked end at their barrier */
+			break;
 		}
 		if (pid == 0) {
 			alarm(LIMIT_S);
 			if (o.mem) {
 				mem_rank(r, &mb, &o);
 			} else {
-				/* every page of both buffers touched, as a user's are */
+				/* each rank's own buffers, every page touched, as a
+				 * user's are */
+				char *src = malloc(share), *dst = malloc(share);
+
+				if (!src || !dst)
+					die(r, "buffers");
 				memset(src, r + 1, share);
 				memset(dst, 0, share);
 				tcp_rank(r, lfd[r], src, dst, share, &o);
