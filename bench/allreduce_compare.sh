@@ -241,7 +241,7 @@ done
 # --- issue 16's table, the cliff check and the targets ------------------------
 
 # "bytes us" medians of side ($1: rw|mpi) transport ($2) ranks ($3), or nothing.
-med_of() { [[ -s $out/$1_$2_$3.med ]] && cat "$out/$1_$2_$3.med"; }
+med_of() { if [[ -s $out/$1_$2_$3.med ]]; then cat "$out/$1_$2_$3.med"; fi; }
 
 # All medians as "key bytes us" lines for one awk: rw_shm_2 123 4.5 ...
 all_meds() {
@@ -291,7 +291,10 @@ all_meds | awk -v sizes="${size_list[*]}" -v ranks="$RANKS" -v transports="$TRAN
 		# the floor: ringway against the least time moving its bytes takes
 		for (j = 1; j <= nr; j++) {
 			n = rk[j]
-			if (v["floor_shm_" n, order[k]] == "" && v["floor_tcp_" n, order[k]] == "") continue
+			any = 0
+			for (i = 1; i <= k; i++)
+				if (v["floor_shm_" n, order[i]] != "" || v["floor_tcp_" n, order[i]] != "") any = 1
+			if (!any) continue
 			printf "\n### the floor: %d ranks, the least time moving an allreduce'"'"'s bytes takes (bench/ring_floor.c), µs; x floor = ringway / floor\n\n", n
 			print "| size | shm floor (memcpy) | shm: ringway | x floor | floor busbw (GB/s) | TCP floor (loopback) | TCP: ringway | x floor | floor busbw (GB/s) |"
 			print "|---|---|---|---|---|---|---|---|---|"

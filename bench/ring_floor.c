@@ -48,6 +48,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,11 +86,21 @@ struct shared {
 
 static struct shared *sh;
 
-static void die(int rank, const char *what)
+/* A rank gives up: says why (with errno's text when `sys`), tells the
+ * others (they leave at their next wait) and exits. */
+static void fail_rank(int rank, const char *what, bool sys)
 {
-	fprintf(stderr, "ring_floor: rank %d: %s: %s\n", rank, what, strerror(errno));
+	if (sys)
+		fprintf(stderr, "ring_floor: rank %d: %s: %s\n", rank, what, strerror(errno));
+	else
+		fprintf(stderr, "ring_floor: rank %d: %s\n", rank, what);
 	atomic_store(&sh->failed, 1);
 	_exit(1);
+}
+
+static void die(int rank, const char *what)
+{
+	fail_rank(rank, what, true);
 }
 
 static double now_us(void)
@@ -171,8 +182,15 @@ static int stream_move(const struct stream *s)
 			p[2 * i + 1] = (struct pollfd){.fd = got[i] < s->len[i] ? s->in[i] : -1,
 						       .events = POLLIN};
 		}
-		if (poll(p, (nfds_t)(2 * s->n), LIMIT_S * 1000) <= 0)
+		int ready = poll(p, (nfds_t)(2 * s->n), 1000);
+
+		if (ready < 0)
 			return -1;
+		if (ready == 0) { /* a peer that stopped: the others say so */
+			if (atomic_load(&sh->failed))
+				_exit(1);
+			continue;
+		}
 		for (int i = 0; i < s->n; i++) {
 			ssize_t k;
 
@@ -187,7 +205,9 @@ static int stream_move(const struct stream *s)
 			if (p[2 * i + 1].revents) {
 				k = recv(s->in[i], s->dst[i] + got[i], s->len[i] - got[i],
 					 MSG_DONTWAIT);
-				if (k == 0 || (k < 0 && errno != EAGAIN))
+				if (k == 0)
+					return -2; /* the predecessor closed: it died */
+				if (k < 0 && errno != EAGAIN)
 					return -1;
 				got[i] += k > 0 ? (size_t)k : 0;
 				left -= got[i] == s->len[i];
@@ -215,9 +235,14 @@ static void *worker_main(void *arg)
 		pthread_barrier_wait(w->go);
 		if (*w->rounds < 0)
 			return NULL;
-		for (int i = 0; i < *w->rounds; i++)
-			if (stream_move(&w->s))
+		for (int i = 0; i < *w->rounds; i++) {
+			int rc = stream_move(&w->s);
+
+			if (rc == -2)
+				fail_rank(w->rank, "the predecessor closed its connection", false);
+			if (rc)
 				die(w->rank, "moving bytes over tcp");
+		}
 		pthread_barrier_wait(w->done);
 	}
 }
@@ -244,8 +269,11 @@ static void nodelay(int fd, int rank)
 }
 
 /* `conns` connections to the successor, as many accepted from the
- * predecessor (in the order they come: every connection of a layout
- * carries as many bytes as its peer, so which is which does not matter). */
+ * predecessor.  Connection k carries slice k, whose length both ends
+ * compute alike; the listener's queue hands connections over in the order
+ * they were made, so accepted k is the predecessor's connection k (were
+ * it not, a slice's bytes would not add up and the received-bytes check
+ * or a stall would say so). */
 static void tcp_connect(int rank, int lfd, int conns, const struct opts *o, int *out, int *in)
 {
 	int succ = (rank + 1) % o->ranks;
@@ -260,6 +288,12 @@ static void tcp_connect(int rank, int lfd, int conns, const struct opts *o, int 
 		nodelay(out[k], rank);
 	}
 	for (int k = 0; k < conns; k++) {
+		struct pollfd p = {.fd = lfd, .events = POLLIN};
+
+		/* a predecessor that never comes: the others say so */
+		while (poll(&p, 1, 100) == 0)
+			if (atomic_load(&sh->failed))
+				_exit(1);
 		in[k] = accept(lfd, NULL, NULL);
 		if (in[k] < 0)
 			die(rank, "accepting the predecessor");
@@ -328,10 +362,18 @@ static void tcp_rank(int rank, int lfd, char *src, char *dst, size_t share, cons
 {
 	int out[MAX_CONNS], in[MAX_CONNS];
 
+	int pred = (rank + o->ranks - 1) % o->ranks;
+
 	tcp_connect(rank, lfd, o->max_conns, o, out, in);
 	for (int t = 0; t < o->nthreads; t++)
 		for (int c = 0; c < o->nsocks; c++) {
+			memset(dst, 0, share);
 			tcp_layout(rank, out, in, src, dst, share, o->threads[t], o->socks[c], o);
+			/* every byte is the predecessor's (its rank + 1) */
+			for (size_t i = 0; i < share; i++)
+				if (dst[i] != (char)(pred + 1))
+					fail_rank(rank, "a received byte is not the predecessor's",
+						  false);
 			report(rank, o->threads[t], o->socks[c], o);
 		}
 }
@@ -378,8 +420,9 @@ static void mem_move(int rank, const struct mem_bufs *m, const struct opts *o, u
 			 * steps are step_pieces apart on every rank's count */
 			unsigned need = *piece - (unsigned)step_pieces + 1;
 
-			while (s > 0 && atomic_load_explicit(&sh->piece[pred],
-							     memory_order_acquire) < need) {
+			while (s > 0 &&
+			       (int)(atomic_load_explicit(&sh->piece[pred], memory_order_acquire) -
+				     need) < 0) { /* before need, across the wrap */
 				if (atomic_load(&sh->failed))
 					_exit(1);
 				sched_yield();
@@ -408,35 +451,50 @@ static void mem_rank(int rank, const struct mem_bufs *m, const struct opts *o)
 	for (int i = 0; i < o->iters; i++)
 		mem_move(rank, m, o, &piece);
 	sh->us[rank] = (now_us() - t0) / o->iters;
+	/* every byte came from some rank's send buffer (1..P), none is the
+	 * 0 it started as: a step that copied nothing would leave one */
+	if (memchr(mem_recv(m, rank), 0, o->bytes))
+		fail_rank(rank, "a byte of the receive buffer never arrived", false);
 	report(rank, 1, 1, o); /* the buffers stay until all are done */
 }
 
 /* --- main ---------------------------------------------------------------- */
 
+/* A size with an optional K/M/G suffix (binary), at most MAX_BYTES; 0 when
+ * it is not one. */
+#define MAX_BYTES ((size_t)1 << 40)
+
 static size_t parse_bytes(const char *s)
 {
 	char *end;
-	double v = strtod(s, &end);
+	double v;
 
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s)
+		return 0;
 	switch (*end) {
 	case 'k':
 	case 'K':
 		v *= 1024;
+		end++;
 		break;
 	case 'm':
 	case 'M':
 		v *= 1024 * 1024;
+		end++;
 		break;
 	case 'g':
 	case 'G':
 		v *= 1024.0 * 1024 * 1024;
-		break;
-	case '\0':
+		end++;
 		break;
 	default:
-		return 0;
+		break;
 	}
-	return v >= 1 ? (size_t)v : 0;
+	if (*end || !(v >= 1) || v > (double)MAX_BYTES)
+		return 0;
+	return (size_t)v;
 }
 
 static int usage(const char *why)
@@ -449,6 +507,19 @@ static int usage(const char *why)
 	return 2;
 }
 
+/* A whole decimal number from min to max, or -1. */
+static long parse_int(const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	return v;
+}
+
 /* A comma-separated list of counts from 1 to max into v[]; its length, or
  * 0 when one is out of range. */
 static int parse_list(char *arg, int *v, int max)
@@ -456,9 +527,11 @@ static int parse_list(char *arg, int *v, int max)
 	int n = 0;
 
 	for (char *tok = strtok(arg, ","); tok; tok = strtok(NULL, ",")) {
-		if (n == max || atoi(tok) < 1 || atoi(tok) > max)
+		long k = parse_int(tok, 1, max);
+
+		if (n == max || k < 0)
 			return 0;
-		v[n++] = atoi(tok);
+		v[n++] = (int)k;
 	}
 	return n;
 }
@@ -481,7 +554,7 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->mem = !strcmp(optarg, "mem") ? 1 : !strcmp(optarg, "tcp") ? 0 : -1;
 			break;
 		case 'p':
-			o->ranks = atoi(optarg);
+			o->ranks = (int)parse_int(optarg, 2, MAX_RANKS);
 			break;
 		case 's':
 			if (!(o->nthreads = parse_list(optarg, o->threads, MAX_THREADS)))
@@ -492,10 +565,10 @@ static int parse(int argc, char **argv, struct opts *o)
 				return usage("-c takes connection counts from 1 to 8");
 			break;
 		case 'n':
-			o->iters = atoi(optarg);
+			o->iters = (int)parse_int(optarg, 1, 100000000);
 			break;
 		case 'w':
-			o->warmup = atoi(optarg);
+			o->warmup = (int)parse_int(optarg, 0, 100000000);
 			break;
 		default:
 			return usage("unknown option");
@@ -506,7 +579,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	if (o->ranks < 2 || o->ranks > MAX_RANKS)
 		return usage("-p takes 2 to 64 ranks");
 	if (o->iters < 1 || o->warmup < 0)
-		return usage("-n takes at least 1 iteration, -w at least 0");
+		return usage("-n takes 1 to 100000000 iterations, -w 0 to 100000000");
 	if (o->mem &&
 	    (o->nthreads != 1 || o->threads[0] != 1 || o->nsocks != 1 || o->socks[0] != 1))
 		return usage("mem copies on one thread: no -s or -c");
@@ -515,14 +588,15 @@ static int parse(int argc, char **argv, struct opts *o)
 			if (o->threads[t] * o->socks[k] > o->max_conns)
 				o->max_conns = o->threads[t] * o->socks[k];
 	if (optind != argc - 1 || !(o->bytes = parse_bytes(argv[optind])))
-		return usage("one size in bytes (K/M/G suffixes) is needed");
+		return usage("one size in bytes (K/M/G suffixes, 1 to 1T) is needed");
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o;
-	int rc = parse(argc, argv, &o), lfd[MAX_RANKS], status;
+	int rc = parse(argc, argv, &o), lfd[MAX_RANKS], status, forked = 0;
+	pid_t pids[MAX_RANKS];
 	size_t share;
 	struct mem_bufs mb = {0};
 
@@ -549,11 +623,15 @@ int main(int argc, char **argv)
 
 		if (pid < 0) {
 			perror("ring_floor: fork");
-			atomic_store(&sh->failed, 1); /* the ranks forked end at their barrier */
+			atomic_store(&sh->failed, 1); /* the ranks forked end at their next wait */
 			break;
 		}
 		if (pid == 0) {
 			alarm(LIMIT_S);
+			/* only its own listener: a rank never forked refuses connects */
+			for (int k = 0; k < o.ranks && !o.mem; k++)
+				if (k != r)
+					close(lfd[k]);
 			if (o.mem) {
 				mem_rank(r, &mb, &o);
 			} else {
@@ -569,11 +647,26 @@ int main(int argc, char **argv)
 			}
 			_exit(0);
 		}
+		pids[forked++] = pid;
 	}
+	for (int r = 0; r < o.ranks && !o.mem; r++)
+		close(lfd[r]);
+	/* a rank that died without saying so (a signal, the OOM killer): the
+	 * others are told, and killed should they not leave at once */
 	rc = 0;
-	while (wait(&status) > 0)
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
+	for (int left = forked; left > 0; left--) {
+		if (wait(&status) < 0)
+			break;
+		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+			if (!rc && WIFSIGNALED(status))
+				fprintf(stderr, "ring_floor: a rank was killed by signal %d\n",
+					WTERMSIG(status));
 			rc = 1;
+			atomic_store(&sh->failed, 1);
+			for (int k = 0; k < forked; k++)
+				kill(pids[k], SIGTERM);
+		}
+	}
 	if (rc || atomic_load(&sh->failed)) {
 		fprintf(stderr, "ring_floor: a rank failed\n");
 		return 1;

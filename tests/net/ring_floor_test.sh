@@ -4,7 +4,7 @@
 # bench/ring_floor.c end to end: every layout asked for is measured and the
 # "floor" line is the best of them, over tcp and through memory, at rank
 # counts and sizes that do not divide evenly; bad arguments exit 2 naming
-# what was wrong.
+# what was wrong; a rank killed mid-run ends the run at once, failed.
 #
 #   ring_floor_test.sh path/to/ring_floor
 set -euo pipefail
@@ -47,4 +47,33 @@ refuse "-c takes connection counts" -t tcp -c 0 1M
 refuse "mem copies on one thread" -t mem -s 2 1M
 refuse "one size in bytes" -t tcp
 refuse "one size in bytes" -t tcp 12Q
+refuse "one size in bytes" -t tcp 4Kfoo
+refuse "one size in bytes" -t mem 2T
+refuse "-n takes" -t tcp -n 5x 1M
+refuse "-s takes thread counts" -t tcp -s 1x 1M
+
+# A rank killed mid-run ends the run, failed, at once: the others neither
+# hang nor report a floor.
+for how in mem tcp; do
+	timeout 30 "$floor" -t $how -p 3 -n 100000000 -w 0 64K >"${TMPDIR:-/tmp}/ring_floor_test.$$" 2>&1 &
+	pid=$!
+	victim=
+	for ((i = 0; i < 100; i++)); do
+		sleep 0.05
+		parent=$(pgrep -P $pid || true)
+		[[ -z $parent ]] || victim=$(pgrep -P "$parent" | sed -n 2p || true)
+		[[ -z $victim ]] || break
+	done
+	[[ -n $victim ]] || fail "$how: no rank of pid $pid to kill"
+	kill -9 "$victim"
+	start=$SECONDS
+	rc=0
+	wait $pid || rc=$?
+	out=$(cat "${TMPDIR:-/tmp}/ring_floor_test.$$")
+	rm -f "${TMPDIR:-/tmp}/ring_floor_test.$$"
+	((rc == 1)) || fail "$how: exit $rc after a rank was killed, not 1: $out"
+	((SECONDS - start <= 10)) || fail "$how: $((SECONDS - start)) s to end after a rank was killed"
+	grep -q "killed by signal 9" <<<"$out" || fail "$how: the kill was not reported: $out"
+	! grep -q "^floor " <<<"$out" || fail "$how: a floor was printed after a rank died: $out"
+done
 echo "ring_floor_test: ok"

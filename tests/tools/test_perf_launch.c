@@ -67,8 +67,16 @@ static void port_takes_the_larger_gap(void **state)
 	ports_within("20000 61000", 10000, 19999, 4000); /* 10000 below, 4535 above */
 	ports_within("12000 61000", 61001, 65535, 2000); /* 2000 below, 4535 above */
 	ports_within("15000 65535", 10000, 14999, 4000); /* nothing above */
-	/* every port ephemeral: anywhere from 10000 up */
+	/* a range that ends below 10000: everything from 10000 up */
+	ports_within("1024 4999", 10000, 65535, 10000);
+	ports_within("0 0", 10000, 65535, 10000);
+	/* every port ephemeral, or a gap too small to spread jobs over: anywhere
+	 * from 10000 up */
 	ports_within("1024 65535", 10000, 65535, 10000);
+	ports_within("10001 65535", 10000, 65535, 10000);
+	ports_within("1024 65534", 10000, 65535, 10000);
+	ports_within("11000 65000", 10000, 65535, 10000); /* 1000 below, 535 above */
+	ports_within("11024 65535", 10000, 11023, 600);	  /* 1024 below: enough */
 }
 
 static void unreadable_range_is_the_default(void **state)

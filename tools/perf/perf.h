@@ -64,9 +64,10 @@ int perf_fork_local(int n, int (*body)(const struct perf_ranks *r, void *arg), v
 
 /**
  * The rendezvous port of an mpirun job on one host, from the job's hash:
- * in 10000..65535 and outside the ephemeral range ephemeral_range reads
+ * in 10000..65535, and outside the ephemeral range ephemeral_range reads
  * ("lo hi", as /proc/sys/net/ipv4/ip_local_port_range; NULL or unreadable:
- * Linux's default 32768 60999) where any port is, in the larger gap.
+ * Linux's default 32768 60999), in the larger gap, where that gap has at
+ * least 1024 ports; else anywhere in 10000..65535.
  */
 unsigned perf_job_port(unsigned hash, const char *ephemeral_range);
 

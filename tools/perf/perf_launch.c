@@ -66,8 +66,8 @@ static unsigned job_hash(void)
  */
 unsigned perf_job_port(unsigned hash, const char *ephemeral_range)
 {
-	const unsigned min = 10000, max = 65535;
-	unsigned lo = 32768, hi = 60999, below, above;
+	const unsigned min = 10000, max = 65535, enough = 1024;
+	unsigned lo = 32768, hi = 60999, below, above, above_from;
 
 	if (ephemeral_range) {
 		unsigned a, b;
@@ -78,12 +78,14 @@ unsigned perf_job_port(unsigned hash, const char *ephemeral_range)
 		}
 	}
 	below = lo > min ? lo - min : 0; /* [min, lo) */
-	above = hi < max ? max - hi : 0; /* (hi, max] */
-	if (below && below >= above)
+	above_from = hi + 1 > min ? hi + 1 : min;
+	above = max + 1 - above_from; /* [above_from, max]: hi <= max */
+	if (below >= enough && below >= above)
 		return min + hash % below;
-	if (above)
-		return hi + 1 + hash % above;
-	return min + hash % (max - min + 1); /* every port is ephemeral */
+	if (above >= enough)
+		return above_from + hash % above;
+	/* no room outside the range: anywhere from min, spread by the job */
+	return min + hash % (max - min + 1);
 }
 
 int perf_ranks_from_env(struct perf_ranks *out)
