@@ -240,6 +240,7 @@ struct rw_coll_req {
 	int nch;	    /**< ring: channels this collective uses (tune.c) */
 	size_t chunk_bytes; /**< ring: its chunk, at most the comm's slot stride */
 	bool nontemporal;   /**< the chunks it keeps bypass the cache (tune.c) */
+	bool disjoint;	    /**< host buffers that do not overlap (out of place) */
 };
 
 /** The latency algorithms' staging (small_op.c), grown to the largest

@@ -307,6 +307,9 @@ int rw_coll_start(struct rw_coll_comm *c, const struct rw_coll_args *a, struct r
 	r->chunk_bytes = choice.chunk_bytes;
 	r->nontemporal = r->mem == RW_COLL_MEM_HOST &&
 			 rw_coll_nontemporal(c, a->sendbuf, src_bytes, a->recvbuf, dst_bytes);
+	r->disjoint = r->mem == RW_COLL_MEM_HOST && src_bytes && dst_bytes &&
+		      ((const char *)a->sendbuf + src_bytes <= (const char *)a->recvbuf ||
+		       (const char *)a->recvbuf + dst_bytes <= (const char *)a->sendbuf);
 	switch (choice.algo) {
 	case RW_COLL_ALGO_PS:
 		r->ops = &rw_coll_ps_ops;

@@ -4,10 +4,12 @@
  * (ring_plan.h).  Each call to progress does, per channel, as much as it can
  * without waiting:
  *   1. post receives ahead (up to RW_COLL_MAX_RECVS, a staging slot each when
- *      the chunk is reduced before it is used);
+ *      the chunk is reduced and forwarded, or reduced for the last time in
+ *      place; out of place the last reduction's chunk lands in recvbuf);
  *   2. complete receives in order and process them at once: reduce with the
  *      local contribution (k-source fold, straight into recvbuf on the last
- *      reduction step), or nothing when the chunk landed in recvbuf;
+ *      reduction step, from where the chunk landed), or nothing when the
+ *      chunk landed in recvbuf;
  *   3. post sends in order (up to RW_COLL_MAX_SENDS): local data from
  *      sendbuf, or the forward of a processed receive of the same round;
  *   4. complete sends in order, freeing the slots they sent from.
@@ -334,7 +336,12 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 
 		rw_ring_plan_recv(&st->plan, ch, cs->rpos, &m);
 		size = m.count * r->esize;
-		staged = r->mem == RW_COLL_MEM_DEVICE || m.action != RW_RING_COPY;
+		sink = rw_coll_can_sink(r, comm);
+		/* the last reduction of a host chunk lands where its result goes
+		 * and is folded there, when that is not the local input */
+		staged = r->mem == RW_COLL_MEM_DEVICE ||
+			 (m.action == RW_RING_REDUCE_FWD ||
+			  (m.action == RW_RING_REDUCE_FINAL && (sink || !r->disjoint)));
 		if (staged) {
 			const struct rw_coll_stage *sg = &c->stage[ch];
 
@@ -354,7 +361,6 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		/* a host chunk is taken where the link holds it, as it
 		 * arrives, when the link can: folded, or copied to recvbuf
 		 * (its sink may run in this very call) */
-		sink = rw_coll_can_sink(r, comm);
 		*p = (struct pend_recv){.pos = cs->rpos, .slot = slot, .sunk = sink};
 		if (sink) {
 			bool fwd = m.action == RW_RING_REDUCE_FWD;
@@ -431,7 +437,7 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 		return rw_coll_fold(r, sp, local, sp, m->count, false);
 	case RW_RING_REDUCE_FINAL:
 		p->keep = false; /* forwarded from recvbuf, if at all */
-		return rw_coll_fold(r, out, local, sp, m->count, true);
+		return rw_coll_fold(r, out, local, sp ? sp : out, m->count, true);
 	case RW_RING_COPY:
 	default:
 		p->keep = false;
