@@ -657,14 +657,17 @@ int main(int argc, char **argv)
 	for (int left = forked; left > 0; left--) {
 		if (wait(&status) < 0)
 			break;
+		/* every signal but the SIGTERM sent here is news, whichever
+		 * rank's end is reaped first */
+		if (WIFSIGNALED(status) && !(rc && WTERMSIG(status) == SIGTERM))
+			fprintf(stderr, "ring_floor: a rank was killed by signal %d\n",
+				WTERMSIG(status));
 		if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-			if (!rc && WIFSIGNALED(status))
-				fprintf(stderr, "ring_floor: a rank was killed by signal %d\n",
-					WTERMSIG(status));
+			if (!rc)
+				for (int k = 0; k < forked; k++)
+					kill(pids[k], SIGTERM);
 			rc = 1;
 			atomic_store(&sh->failed, 1);
-			for (int k = 0; k < forked; k++)
-				kill(pids[k], SIGTERM);
 		}
 	}
 	if (rc || atomic_load(&sh->failed)) {
