@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_* */
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/rw_params.h"
+#include "topo/rw_sysfs.h"
 #include "tools/perf/perf.h"
 
 static int to_int(const char *s, int *out)
@@ -125,17 +125,12 @@ int perf_ranks_from_env(struct perf_ranks *out)
 	    (rw_launcher_get(RW_LAUNCHER_MASTER_ADDR) && rw_launcher_get(RW_LAUNCHER_MASTER_PORT)))
 		return 0;
 	if (strcmp(out->how, "mpirun") == 0 && local_size == out->nranks) {
-		char range[64] = "";
-		int fd = open("/proc/sys/net/ipv4/ip_local_port_range", O_RDONLY);
+		char range[64];
+		bool known = rw_sysfs_read(cfg.sysfs_root, "proc/sys/net/ipv4/ip_local_port_range",
+					   range, sizeof(range)) == 0;
 
-		if (fd >= 0) {
-			ssize_t got = read(fd, range, sizeof(range) - 1);
-
-			range[got > 0 ? got : 0] = '\0';
-			close(fd);
-		}
 		snprintf(out->root, sizeof(out->root), "127.0.0.1:%u",
-			 perf_job_port(job_hash(), range));
+			 perf_job_port(job_hash(), known ? range : NULL));
 		return 0;
 	}
 	if (out->nranks > 1) {
