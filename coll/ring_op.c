@@ -4,12 +4,12 @@
  * (ring_plan.h).  Each call to progress does, per channel, as much as it can
  * without waiting:
  *   1. post receives ahead (up to RW_COLL_MAX_RECVS, a staging slot each when
- *      the chunk is reduced and forwarded, or reduced for the last time in
- *      place; out of place the last reduction's chunk lands in recvbuf);
+ *      the chunk is reduced in place, or is a device chunk; out of place a
+ *      host chunk to reduce lands in recvbuf, where its segment's result
+ *      goes: see "Out of place" below);
  *   2. complete receives in order and process them at once: reduce with the
- *      local contribution (k-source fold, straight into recvbuf on the last
- *      reduction step, from where the chunk landed), or nothing when the
- *      chunk landed in recvbuf;
+ *      local contribution where the chunk landed (into recvbuf on the last
+ *      reduction step), or nothing when a chunk to keep landed in recvbuf;
  *   3. post sends in order (up to RW_COLL_MAX_SENDS): local data from
  *      sendbuf, or the forward of a processed receive of the same round;
  *   4. complete sends in order, freeing the slots they sent from.
@@ -39,6 +39,22 @@
  * chunk is taken where the link holds it as it arrives, folded from there
  * (a chunk to reduce) or copied (a chunk to keep), with no copy out of the
  * transport first; its receive is then done when test() says so.
+ *
+ * Out of place, over links without a sink (socket, ib), a host chunk to
+ * reduce is received into recvbuf and folded there, not through a slot:
+ * the last reduction's chunk where its result goes, and (allreduce, whose
+ * recvbuf holds every segment) a partial sum in its segment's place, which
+ * is scratch until the allgather brings the segment back, and is forwarded
+ * from there.  Two rules keep that exact:
+ *   - the allgather's receive of a chunk is not posted while that chunk's
+ *     partial sum is still ours (received, held or its send not complete:
+ *     rbuf_busy), since a transport may read a send's buffer until test()
+ *     says it is done;
+ *   - partial sums held in recvbuf are bounded by RW_COLL_NSLOTS, as slots
+ *     bound them in place, so the pipeline's order argument (ring_plan.h)
+ *     is unchanged.
+ * A slot's trip through the cache costs: the slots cycle through 4 chunks
+ * x 4 channels, past the last-level cache at large sizes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -60,6 +76,7 @@ struct pend_recv {
 	struct rw_net_req *req;
 	struct rw_ring_pos pos;
 	int slot; /* -1: straight into recvbuf */
+	int rseg; /* a partial sum landing in recvbuf: its segment, else -1 */
 	enum recv_state state;
 	bool sunk;    /* its sink took it on arrival: nothing left to do */
 	bool keep;    /* processed: hold the slot for a forward (else free it) */
@@ -69,7 +86,8 @@ struct pend_recv {
 
 struct held {
 	struct rw_ring_pos pos;
-	int slot;
+	int slot; /* -1: a partial sum in recvbuf */
+	int rseg; /* then its segment, else -1 */
 	bool dev; /* send the device slot (else the host slot) */
 };
 
@@ -78,6 +96,7 @@ struct pend_send {
 	struct rw_ring_pos pos;
 	int free_slot; /* staging slot to free on completion, or -1 */
 	int out_slot;  /* device sends: host copy slot, or -1 */
+	int rseg;      /* the forward of a partial sum in recvbuf: its segment */
 };
 
 struct ring_chan {
@@ -87,6 +106,7 @@ struct ring_chan {
 	unsigned pr_head, pr_n;
 	struct held held[RW_COLL_NSLOTS]; /* processed, waiting to be forwarded */
 	unsigned held_head, held_n;
+	unsigned rbuf_due; /* partial sums posted into recvbuf or held, not sent */
 	struct pend_send ps[RW_COLL_MAX_SENDS];
 	unsigned ps_head, ps_n;
 	int free_slots[RW_COLL_NSLOTS], nfree;
@@ -229,10 +249,41 @@ static int next_rank(const struct rw_coll_comm *c)
 	return rw_coll_next(c);
 }
 
-static void hold(struct ring_chan *cs, struct rw_ring_pos pos, int slot, bool dev)
+static void hold(struct ring_chan *cs, const struct pend_recv *p)
 {
 	cs->held[(cs->held_head + cs->held_n++) % RW_COLL_NSLOTS] =
-		(struct held){.pos = pos, .slot = slot, .dev = dev};
+		(struct held){.pos = p->pos, .slot = p->slot, .rseg = p->rseg, .dev = p->fwd_dev};
+}
+
+/*
+ * Is chunk `round` of segment seg in recvbuf still a partial sum of ours,
+ * received, held or being sent?  The allgather's receive of the same bytes
+ * waits until its send has completed: the final value cannot arrive before
+ * the next rank has taken the partial sum (the ring passes through it), but
+ * a transport may still read the buffer after that (an RDMA retry), and
+ * the send's completion is the only word it gives.
+ */
+static bool rbuf_busy(const struct ring_chan *cs, size_t round, int seg)
+{
+	for (unsigned i = 0; i < cs->pr_n; i++) {
+		const struct pend_recv *p = &cs->pr[(cs->pr_head + i) % RW_COLL_MAX_RECVS];
+
+		if (p->rseg == seg && p->pos.round == round)
+			return true;
+	}
+	for (unsigned i = 0; i < cs->held_n; i++) {
+		const struct held *h = &cs->held[(cs->held_head + i) % RW_COLL_NSLOTS];
+
+		if (h->rseg == seg && h->pos.round == round)
+			return true;
+	}
+	for (unsigned i = 0; i < cs->ps_n; i++) {
+		const struct pend_send *p = &cs->ps[(cs->ps_head + i) % RW_COLL_MAX_SENDS];
+
+		if (p->rseg == seg && p->pos.round == round)
+			return true;
+	}
+	return false;
 }
 
 /* Is the receive at pos processed?  (Receives are processed in order.) */
@@ -328,7 +379,7 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		struct pend_recv *p = &cs->pr[(cs->pr_head + cs->pr_n) % RW_COLL_MAX_RECVS];
 		struct rw_ring_msg m;
 		size_t size;
-		bool staged, sink;
+		bool staged, sink, rbuf_fwd;
 		void *data;
 		struct rw_net_mr *mr;
 		struct rw_net_req *req = NULL;
@@ -337,11 +388,20 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		rw_ring_plan_recv(&st->plan, ch, cs->rpos, &m);
 		size = m.count * r->esize;
 		sink = rw_coll_can_sink(r, comm);
-		/* the last reduction of a host chunk lands where its result goes
-		 * and is folded there, when that is not the local input */
+		/* out of place, a host chunk to reduce lands where its result
+		 * goes and is folded there: the final value's place in recvbuf,
+		 * or (allreduce, whose recvbuf holds every segment) a partial
+		 * sum's, scratch until the allgather brings the segment back */
+		rbuf_fwd = m.action == RW_RING_REDUCE_FWD && r->disjoint &&
+			   r->a.kind == RW_COLL_ALLREDUCE;
 		staged = r->mem == RW_COLL_MEM_DEVICE ||
-			 (m.action == RW_RING_REDUCE_FWD ||
-			  (m.action == RW_RING_REDUCE_FINAL && (sink || !r->disjoint)));
+			 (m.action == RW_RING_REDUCE_FWD && !rbuf_fwd) ||
+			 (m.action == RW_RING_REDUCE_FINAL && (sink || !r->disjoint));
+		if (rbuf_fwd && cs->rbuf_due >= RW_COLL_NSLOTS)
+			break; /* as many held as slots would be: the pipeline's bound */
+		if (!staged && m.action == RW_RING_COPY && r->disjoint &&
+		    rbuf_busy(cs, cs->rpos.round, m.seg))
+			break; /* its partial sum is still ours */
 		if (staged) {
 			const struct rw_coll_stage *sg = &c->stage[ch];
 
@@ -361,11 +421,12 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		/* a host chunk is taken where the link holds it, as it
 		 * arrives, when the link can: folded, or copied to recvbuf
 		 * (its sink may run in this very call) */
-		*p = (struct pend_recv){.pos = cs->rpos, .slot = slot, .sunk = sink};
+		*p = (struct pend_recv){
+			.pos = cs->rpos, .slot = slot, .rseg = rbuf_fwd ? m.seg : -1, .sunk = sink};
 		if (sink) {
 			bool fwd = m.action == RW_RING_REDUCE_FWD;
 
-			if (staged)
+			if (staged || rbuf_fwd)
 				rw_coll_sink_fold(
 					&p->sink, r,
 					fwd ? data : at(r->a.recvbuf, m.off, r->dst_base, r->esize),
@@ -384,6 +445,7 @@ static int post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 			break;
 		if (staged)
 			cs->nfree--;
+		cs->rbuf_due += rbuf_fwd;
 		p->req = req;
 		cs->pr_n++;
 		cs->rmore = rw_ring_plan_recv_next(&st->plan, ch, &cs->rpos);
@@ -413,7 +475,7 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 	 * its buffer (reduce-scatter's recvbuf holds one segment) */
 	if (m->action != RW_RING_COPY)
 		local = at(r->a.sendbuf, m->off, r->src_base, r->esize);
-	if (m->action != RW_RING_REDUCE_FWD)
+	if (m->action != RW_RING_REDUCE_FWD || p->rseg >= 0)
 		out = at(r->a.recvbuf, m->off, r->dst_base, r->esize);
 	p->keep = m->action == RW_RING_REDUCE_FWD || m->forwarded;
 	if (r->mem == RW_COLL_MEM_DEVICE) {
@@ -433,7 +495,9 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 	}
 	switch (m->action) {
 	case RW_RING_REDUCE_FWD:
-		/* the partial sum is forwarded from the slot it arrived in */
+		/* the partial sum is forwarded from where it arrived */
+		if (!sp)
+			return rw_coll_fold(r, out, local, out, m->count, false);
 		return rw_coll_fold(r, sp, local, sp, m->count, false);
 	case RW_RING_REDUCE_FINAL:
 		p->keep = false; /* forwarded from recvbuf, if at all */
@@ -467,7 +531,7 @@ static int retire_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 				return rc; /* a local failure: the caller reports it */
 		}
 		if (p->keep)
-			hold(cs, p->pos, p->slot, p->fwd_dev);
+			hold(cs, p);
 		else if (p->slot >= 0)
 			free_slot(cs, p->slot);
 		cs->pr_head = (cs->pr_head + 1) % RW_COLL_MAX_RECVS;
@@ -578,7 +642,7 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 		struct rw_net_req *req = NULL;
 		void *data;
 		size_t size;
-		int free_slot_idx = -1, out = -1;
+		int free_slot_idx = -1, out = -1, rseg = -1;
 		bool from_held = false;
 
 		rw_ring_plan_send(&st->plan, ch, cs->spos, &m);
@@ -616,11 +680,17 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 						c->rank, m.step, m.chunk);
 					return -EPROTO;
 				}
-				data = slot_ptr(r, ch, h->slot);
-				mr = hstage(r, ch)->mr_send;
-				if (h->dev) {
+				if (h->rseg >= 0) {
+					/* a partial sum folded in recvbuf */
+					data = at(r->a.recvbuf, rm.off, r->dst_base, r->esize);
+					mr = rw_coll_mr_on(r->a.recv_mr, l);
+					rseg = h->rseg;
+				} else if (h->dev) {
 					data = rw_coll_dslot(c, ch, h->slot);
 					mr = sg->dmr_send;
+				} else {
+					data = slot_ptr(r, ch, h->slot);
+					mr = hstage(r, ch)->mr_send;
 				}
 				free_slot_idx = h->slot;
 				from_held = true;
@@ -639,9 +709,14 @@ static int post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 		if (from_held) {
 			cs->held_head = (cs->held_head + 1) % RW_COLL_NSLOTS;
 			cs->held_n--;
+			cs->rbuf_due -= rseg >= 0;
 		}
-		cs->ps[(cs->ps_head + cs->ps_n++) % RW_COLL_MAX_SENDS] = (struct pend_send){
-			.req = req, .pos = cs->spos, .free_slot = free_slot_idx, .out_slot = out};
+		cs->ps[(cs->ps_head + cs->ps_n++) % RW_COLL_MAX_SENDS] =
+			(struct pend_send){.req = req,
+					   .pos = cs->spos,
+					   .free_slot = free_slot_idx,
+					   .out_slot = out,
+					   .rseg = rseg};
 		cs->smore = rw_ring_plan_send_next(&st->plan, ch, &cs->spos);
 		c->stats.chunks_sent++;
 		*progressed = true;
