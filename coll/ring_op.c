@@ -4,9 +4,8 @@
  * (ring_plan.h).  Each call to progress does, per channel, as much as it can
  * without waiting:
  *   1. post receives ahead (up to RW_COLL_MAX_RECVS, a staging slot each when
- *      the chunk is reduced in place, or is a device chunk; out of place a
- *      host chunk to reduce lands in recvbuf, where its segment's result
- *      goes: see "Out of place" below);
+ *      the chunk is to be reduced and does not land in recvbuf: see "Out
+ *      of place" below for those that do);
  *   2. complete receives in order and process them at once: reduce with the
  *      local contribution where the chunk landed (into recvbuf on the last
  *      reduction step), or nothing when a chunk to keep landed in recvbuf;
@@ -40,12 +39,13 @@
  * (a chunk to reduce) or copied (a chunk to keep), with no copy out of the
  * transport first; its receive is then done when test() says so.
  *
- * Out of place, over links without a sink (socket, ib), a host chunk to
- * reduce is received into recvbuf and folded there, not through a slot:
- * the last reduction's chunk where its result goes, and (allreduce, whose
- * recvbuf holds every segment) a partial sum in its segment's place, which
- * is scratch until the allgather brings the segment back, and is forwarded
- * from there.  Two rules keep that exact:
+ * Out of place, a host chunk to reduce is received into recvbuf and folded
+ * there, not through a slot: over links without a sink (socket, ib) the
+ * last reduction's chunk, where its result goes (a sink folds that one
+ * from the transport's memory into recvbuf anyway); and over every link,
+ * an allreduce's partial sums (its recvbuf holds every segment) in their
+ * segment's place, which is scratch until the allgather brings the
+ * segment back, forwarded from there.  Two rules keep that exact:
  *   - the allgather's receive of a chunk is not posted while that chunk's
  *     partial sum is still ours (received, held or its send not complete:
  *     rbuf_busy), since a transport may read a send's buffer until test()
