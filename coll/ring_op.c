@@ -478,6 +478,7 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 	if (m->action != RW_RING_REDUCE_FWD || p->rseg >= 0)
 		out = at(r->a.recvbuf, m->off, r->dst_base, r->esize);
 	p->keep = m->action == RW_RING_REDUCE_FWD || m->forwarded;
+	r->comm->stats.recvbuf_partials += p->rseg >= 0;
 	if (r->mem == RW_COLL_MEM_DEVICE) {
 		int ev = (int)(p - cs->pr); /* its place in the ring: its event */
 

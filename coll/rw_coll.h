@@ -136,6 +136,9 @@ struct rw_coll_stats {
 					  memory, or from where a large one landed */
 	uint64_t nontemporal_copied; /**< bytes the ring copied into recvbuf with
 					non-temporal stores (RINGWAY_NONTEMPORAL_BYTES) */
+	uint64_t recvbuf_partials;   /**< partial sums (allreduce, 3+ ranks, out of
+					place) received into recvbuf, folded and
+					forwarded from there */
 };
 
 void rw_coll_comm_stats(const struct rw_coll_comm *c, struct rw_coll_stats *out);

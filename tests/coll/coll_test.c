@@ -342,3 +342,13 @@ bool coll_same(const char *what, const void *got, const void *want, size_t count
 	}
 	return false;
 }
+
+void *coll_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (!p)
+		abort();
+	memset(p, 0xa5, n); /* garbage where results must land */
+	return p;
+}

@@ -54,6 +54,10 @@ void coll_reference(void *ref, size_t count, enum rw_dtype dt, enum rw_op op, in
 /** Compare; on a mismatch print the first bad element to stderr. */
 bool coll_same(const char *what, const void *got, const void *want, size_t count, enum rw_dtype dt);
 
+/** malloc that aborts on failure and fills with garbage (0xa5), so that
+ *  results must land where they are checked; 0 bytes gives 1. */
+void *coll_xmalloc(size_t n);
+
 /** The communicator's engine comm. */
 struct rw_coll_comm *coll_of(struct rw_comm *w);
 

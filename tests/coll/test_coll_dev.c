@@ -43,20 +43,10 @@ struct tally {
 	uint64_t nch;		/* channels the engine chose, summed */
 };
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p)
-		abort();
-	memset(p, 0xa5, n);
-	return p;
-}
-
 static void *dalloc(size_t bytes)
 {
 	void *d = NULL;
-	void *junk = xmalloc(bytes);
+	void *junk = coll_xmalloc(bytes);
 
 	if (rw_cuda_malloc(&d, bytes ? bytes : 1)) {
 		free(junk);
@@ -127,7 +117,7 @@ static int allreduce(struct rw_coll_comm *c, int rank, int p, size_t count, enum
 		     enum rw_op op, bool inplace, uint64_t seed, struct tally *t)
 {
 	size_t bytes = count * rw_dtype_size(dt);
-	char *src = xmalloc(bytes), *dst = xmalloc(bytes), *ref = xmalloc(bytes);
+	char *src = coll_xmalloc(bytes), *dst = coll_xmalloc(bytes), *ref = coll_xmalloc(bytes);
 	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE, .count = count, .dtype = dt, .op = op};
 	int rc, bad = 0;
 
@@ -147,7 +137,8 @@ static int reduce_scatter(struct rw_coll_comm *c, int rank, int p, size_t count,
 			  enum rw_op op, uint64_t seed, struct tally *t)
 {
 	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
-	char *src = xmalloc(full * es), *ref = xmalloc(full * es), *dst = xmalloc(count * es);
+	char *src = coll_xmalloc(full * es), *ref = coll_xmalloc(full * es),
+	     *dst = coll_xmalloc(count * es);
 	struct rw_coll_args a = {
 		.kind = RW_COLL_REDUCE_SCATTER, .count = count, .dtype = dt, .op = op};
 	int rc, bad = 0;
@@ -168,7 +159,8 @@ static int allgather(struct rw_coll_comm *c, int rank, int p, size_t count, enum
 		     uint64_t seed, struct tally *t)
 {
 	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
-	char *src = xmalloc(count * es), *ref = xmalloc(full * es), *dst = xmalloc(full * es);
+	char *src = coll_xmalloc(count * es), *ref = coll_xmalloc(full * es),
+	     *dst = coll_xmalloc(full * es);
 	struct rw_coll_args a = {.kind = RW_COLL_ALLGATHER, .count = count, .dtype = dt};
 	int rc, bad = 0;
 
@@ -188,7 +180,7 @@ static int broadcast(struct rw_coll_comm *c, int rank, size_t count, enum rw_dty
 		     uint64_t seed, struct tally *t)
 {
 	size_t bytes = count * rw_dtype_size(dt);
-	char *src = xmalloc(bytes), *ref = xmalloc(bytes), *dst = xmalloc(bytes);
+	char *src = coll_xmalloc(bytes), *ref = coll_xmalloc(bytes), *dst = coll_xmalloc(bytes);
 	struct rw_coll_args a = {
 		.kind = RW_COLL_BROADCAST, .count = count, .dtype = dt, .root = root};
 	int rc, bad = 0;
@@ -404,7 +396,7 @@ static int killed(struct rw_comm *w, int rank, int p, void *arg)
 	enum { COUNT = 1 << 18 };
 	struct rw_coll_comm *c = coll_of(w);
 	size_t bytes = COUNT * sizeof(float);
-	float *h = xmalloc(bytes), *h2 = xmalloc(bytes);
+	float *h = coll_xmalloc(bytes), *h2 = coll_xmalloc(bytes);
 	void *d = dalloc(bytes);
 	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
 				 .count = COUNT,
@@ -467,7 +459,7 @@ static int host_against_device(struct rw_comm *w, int rank, int p, void *arg)
 	enum { COUNT = 1 << 22 }; /* 16 MiB: host 4 x 4M chunks, device 1 x 16M */
 	struct rw_coll_comm *c = coll_of(w);
 	size_t bytes = COUNT * sizeof(float);
-	float *h = xmalloc(bytes);
+	float *h = coll_xmalloc(bytes);
 	void *d = rank == 0 ? dalloc(bytes) : NULL;
 	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
 				 .count = COUNT,

@@ -18,135 +18,9 @@
 #include "coll/coll_internal.h"
 #include "coll/rw_coll.h"
 #include "coll_test.h"
+#include "ring_checks.h"
 #include "common/rw_log.h"
 #include "gpu/rw_cuda.h"
-
-/* --- one collective, checked ------------------------------------------------ */
-
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p)
-		abort();
-	memset(p, 0xa5, n); /* garbage where results must land */
-	return p;
-}
-
-static int report(int rc, const char *what, int rank, size_t count, enum rw_dtype dt, enum rw_op op,
-		  bool inplace)
-{
-	fprintf(stderr, "rank %d: %s %s %s count %zu %s: %s\n", rank, what, rw_dtype_name(dt),
-		rw_op_name(op), count, inplace ? "in place" : "out of place",
-		rc ? strerror(-rc) : "wrong result");
-	return 1;
-}
-
-static int check_allreduce(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
-			   enum rw_op op, bool inplace, uint64_t seed)
-{
-	size_t es = rw_dtype_size(dt);
-	char *src = xmalloc(count * es), *dst = inplace ? src : xmalloc(count * es);
-	char *ref = xmalloc(count * es);
-	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
-				 .sendbuf = src,
-				 .recvbuf = dst,
-				 .count = count,
-				 .dtype = dt,
-				 .op = op};
-	int rc, bad = 0;
-
-	coll_fill(src, count, dt, op, rank, seed);
-	coll_reference(ref, count, dt, op, p, seed);
-	rc = rw_coll_run(c, &a);
-	if (rc || !coll_same("allreduce", dst, ref, count, dt))
-		bad = report(rc, "allreduce", rank, count, dt, op, inplace);
-	free(src);
-	if (!inplace)
-		free(dst);
-	free(ref);
-	return bad;
-}
-
-static int check_reduce_scatter(struct rw_coll_comm *c, int rank, int p, size_t count,
-				enum rw_dtype dt, enum rw_op op, bool inplace, uint64_t seed)
-{
-	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
-	char *src = xmalloc(full * es), *ref = xmalloc(full * es);
-	char *dst = inplace ? src + (size_t)rank * count * es : xmalloc(count * es);
-	struct rw_coll_args a = {.kind = RW_COLL_REDUCE_SCATTER,
-				 .sendbuf = src,
-				 .recvbuf = dst,
-				 .count = count,
-				 .dtype = dt,
-				 .op = op};
-	int rc, bad = 0;
-
-	coll_fill(src, full, dt, op, rank, seed);
-	coll_reference(ref, full, dt, op, p, seed);
-	rc = rw_coll_run(c, &a);
-	if (rc || !coll_same("reduce-scatter", dst, ref + (size_t)rank * count * es, count, dt))
-		bad = report(rc, "reduce-scatter", rank, count, dt, op, inplace);
-	free(src);
-	free(ref);
-	if (!inplace)
-		free(dst);
-	return bad;
-}
-
-static int check_allgather(struct rw_coll_comm *c, int rank, int p, size_t count, enum rw_dtype dt,
-			   bool inplace, uint64_t seed)
-{
-	size_t es = rw_dtype_size(dt), full = (size_t)p * count;
-	char *dst = xmalloc(full * es), *ref = xmalloc(full * es);
-	char *src = inplace ? dst + (size_t)rank * count * es : xmalloc(count * es);
-	struct rw_coll_args a = {.kind = RW_COLL_ALLGATHER,
-				 .sendbuf = src,
-				 .recvbuf = dst,
-				 .count = count,
-				 .dtype = dt};
-	int rc, bad = 0;
-
-	for (int r = 0; r < p; r++)
-		coll_fill(ref + (size_t)r * count * es, count, dt, RW_OP_SUM, r, seed);
-	coll_fill(src, count, dt, RW_OP_SUM, rank, seed);
-	rc = rw_coll_run(c, &a);
-	if (rc || !coll_same("allgather", dst, ref, full, dt))
-		bad = report(rc, "allgather", rank, count, dt, RW_OP_SUM, inplace);
-	free(dst);
-	free(ref);
-	if (!inplace)
-		free(src);
-	return bad;
-}
-
-static int check_broadcast(struct rw_coll_comm *c, int rank, size_t count, enum rw_dtype dt,
-			   int root, bool inplace, uint64_t seed)
-{
-	size_t es = rw_dtype_size(dt);
-	char *dst = xmalloc(count * es), *ref = xmalloc(count * es), *src = NULL;
-	struct rw_coll_args a = {.kind = RW_COLL_BROADCAST,
-				 .recvbuf = dst,
-				 .count = count,
-				 .dtype = dt,
-				 .root = root};
-	int rc, bad = 0;
-
-	if (rank == root) {
-		src = inplace ? dst : xmalloc(count * es);
-		coll_fill(src, count, dt, RW_OP_SUM, root, seed);
-	}
-	a.sendbuf = src; /* NULL on the others: never read */
-	coll_fill(ref, count, dt, RW_OP_SUM, root, seed);
-	rc = rw_coll_run(c, &a);
-	if (rc || !coll_same("broadcast", dst, ref, count, dt))
-		bad = report(rc, "broadcast", rank, count, dt, RW_OP_SUM, inplace);
-	if (src && src != dst)
-		free(src);
-	free(dst);
-	free(ref);
-	return bad;
-}
 
 /* --- sweeps, run in each child ----------------------------------------------- */
 
@@ -163,11 +37,11 @@ static int every_dtype_op(struct rw_comm *w, int rank, int p, void *arg)
 			for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
 				for (int ip = 0; ip < 2; ip++, seed++) {
 					if (kind == RW_COLL_ALLREDUCE)
-						bad += check_allreduce(c, rank, p, counts[i], dt,
-								       op, ip, seed);
-					else if (counts[i] <= 7) /* recvcount */
-						bad += check_reduce_scatter(c, rank, p, counts[i],
+						bad += coll_check_allreduce(c, rank, p, counts[i],
 									    dt, op, ip, seed);
+					else if (counts[i] <= 7) /* recvcount */
+						bad += coll_check_reduce_scatter(
+							c, rank, p, counts[i], dt, op, ip, seed);
 				}
 			}
 		}
@@ -202,10 +76,10 @@ static int gather_and_bcast(struct rw_comm *w, int rank, int p, void *arg)
 	for (int dt = 0; dt < RW_DTYPE_COUNT; dt++) {
 		for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
 			for (int ip = 0; ip < 2; ip++, seed++) {
-				bad += check_allgather(c, rank, p, counts[i], dt, ip, seed);
+				bad += coll_check_allgather(c, rank, p, counts[i], dt, ip, seed);
 				for (int root = 0; root < p; root++)
-					bad += check_broadcast(c, rank, counts[i], dt, root, ip,
-							       seed);
+					bad += coll_check_broadcast(c, rank, counts[i], dt, root,
+								    ip, seed);
 			}
 		}
 	}
@@ -218,47 +92,6 @@ static void allgather_and_broadcast_every_dtype(void **state)
 	assert_int_equal(coll_fork(3, NULL, gather_and_bcast, NULL, 120), 0);
 }
 
-/* Every collective for counts 0, 1, < nranks, odd and large. */
-static int shapes(struct rw_comm *w, int rank, int p, void *arg)
-{
-	const size_t large = *(const size_t *)arg;
-	const size_t counts[] = {0, 1, (size_t)p - 1, 2 * (size_t)p + 1, large};
-	static const struct {
-		enum rw_dtype dt;
-		enum rw_op op;
-	} combos[] = {
-		{RW_DTYPE_FLOAT32, RW_OP_SUM},
-		{RW_DTYPE_INT32, RW_OP_MAX},
-		{RW_DTYPE_BFLOAT16, RW_OP_AVG},
-	};
-	struct rw_coll_comm *c = coll_of(w);
-	uint64_t seed = 1000;
-	int bad = 0;
-
-	for (size_t k = 0; k < RW_ARRAY_SIZE(combos); k++) {
-		for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
-			enum rw_dtype dt = combos[k].dt;
-			enum rw_op op = combos[k].op;
-
-			/* the large count only for the first combination */
-			if (counts[i] == large && k > 0)
-				continue;
-			for (int ip = 0; ip < 2; ip++, seed++) {
-				size_t n = counts[i];
-
-				bad += check_allreduce(c, rank, p, n, dt, op, ip, seed);
-				bad += check_reduce_scatter(c, rank, p, n / (size_t)p + (n == 1),
-							    dt, op, ip, seed);
-				bad += check_allgather(c, rank, p, n / (size_t)p + (n == 1), dt, ip,
-						       seed);
-				bad += check_broadcast(c, rank, n, dt, (int)(seed % (size_t)p), ip,
-						       seed);
-			}
-		}
-	}
-	return bad;
-}
-
 static void one_to_five_ranks(void **state)
 {
 	/* 300001 floats in 16 KiB chunks: a segment has 15-75 chunks, more
@@ -268,7 +101,7 @@ static void one_to_five_ranks(void **state)
 
 	(void)state;
 	for (int p = 1; p <= 5; p++)
-		assert_int_equal(coll_fork(p, env, shapes, &large, 120), 0);
+		assert_int_equal(coll_fork(p, env, coll_shapes, &large, 120), 0);
 }
 
 static void three_channels_small_chunks(void **state)
@@ -278,7 +111,7 @@ static void three_channels_small_chunks(void **state)
 	size_t large = 100003;
 
 	(void)state;
-	assert_int_equal(coll_fork(4, env, shapes, &large, 120), 0);
+	assert_int_equal(coll_fork(4, env, coll_shapes, &large, 120), 0);
 }
 
 /* Every dtype and op through the ring over shm, where a host chunk is
@@ -301,11 +134,11 @@ static int folds_on_arrival(struct rw_comm *w, int rank, int p, void *arg)
 		for (int op = 0; op < RW_OP_COUNT; op++) {
 			for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
 				for (int ip = 0; ip < 2; ip++, seed++) {
-					bad += check_allreduce(c, rank, p, counts[i], dt, op, ip,
-							       seed);
+					bad += coll_check_allreduce(c, rank, p, counts[i], dt, op,
+								    ip, seed);
 					if (counts[i] <= 1000)
-						bad += check_reduce_scatter(c, rank, p, counts[i],
-									    dt, op, ip, seed);
+						bad += coll_check_reduce_scatter(
+							c, rank, p, counts[i], dt, op, ip, seed);
 				}
 			}
 		}
@@ -355,8 +188,8 @@ static int nontemporal_results(struct rw_comm *w, int rank, int p, void *arg)
 	rw_coll_comm_stats(c, &s0);
 	for (size_t i = 0; i < RW_ARRAY_SIZE(small); i++)
 		for (int ip = 0; ip < 2; ip++, seed++)
-			bad += check_allreduce(c, rank, p, small[i], RW_DTYPE_FLOAT32, RW_OP_SUM,
-					       ip, seed);
+			bad += coll_check_allreduce(c, rank, p, small[i], RW_DTYPE_FLOAT32,
+						    RW_OP_SUM, ip, seed);
 	rw_coll_comm_stats(c, &s1);
 	if (s1.nontemporal_copied != s0.nontemporal_copied) {
 		fprintf(stderr, "rank %d: %llu bytes of small collectives went around the cache\n",
@@ -366,12 +199,12 @@ static int nontemporal_results(struct rw_comm *w, int rank, int p, void *arg)
 	for (size_t d = 0; d < RW_ARRAY_SIZE(dts); d++) {
 		for (size_t i = 0; i < RW_ARRAY_SIZE(large); i++) {
 			for (int ip = 0; ip < 2; ip++, seed++) {
-				bad += check_allreduce(c, rank, p, large[i], dts[d], RW_OP_SUM, ip,
-						       seed);
-				bad += check_allreduce(c, rank, p, large[i] + 2, dts[d], RW_OP_MAX,
-						       ip, seed);
-				bad += check_allgather(c, rank, p, large[i] / (size_t)p, dts[d], ip,
-						       seed);
+				bad += coll_check_allreduce(c, rank, p, large[i], dts[d], RW_OP_SUM,
+							    ip, seed);
+				bad += coll_check_allreduce(c, rank, p, large[i] + 2, dts[d],
+							    RW_OP_MAX, ip, seed);
+				bad += coll_check_allgather(c, rank, p, large[i] / (size_t)p,
+							    dts[d], ip, seed);
 			}
 		}
 	}
@@ -428,21 +261,21 @@ static int ps_sweep(struct rw_comm *w, int rank, int p, void *arg)
 	(void)arg;
 	for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++) {
 		for (int ip = 0; ip < 2; ip++, seed++) {
-			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_FLOAT32, RW_OP_SUM,
-					       ip, seed);
+			bad += coll_check_allreduce(c, rank, p, counts[i], RW_DTYPE_FLOAT32,
+						    RW_OP_SUM, ip, seed);
 			if (counts[i] > 1000)
 				continue;
-			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_INT64, RW_OP_PROD,
-					       ip, seed);
-			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_FLOAT16, RW_OP_AVG,
-					       ip, seed);
-			bad += check_allreduce(c, rank, p, counts[i], RW_DTYPE_UINT8, RW_OP_MIN, ip,
-					       seed);
+			bad += coll_check_allreduce(c, rank, p, counts[i], RW_DTYPE_INT64,
+						    RW_OP_PROD, ip, seed);
+			bad += coll_check_allreduce(c, rank, p, counts[i], RW_DTYPE_FLOAT16,
+						    RW_OP_AVG, ip, seed);
+			bad += coll_check_allreduce(c, rank, p, counts[i], RW_DTYPE_UINT8,
+						    RW_OP_MIN, ip, seed);
 		}
 	}
 	/* the other collectives run on the ring of a ps comm */
-	bad += check_reduce_scatter(c, rank, p, 5, RW_DTYPE_FLOAT32, RW_OP_SUM, false, seed);
-	bad += check_broadcast(c, rank, 77, RW_DTYPE_INT8, p - 1, false, seed);
+	bad += coll_check_reduce_scatter(c, rank, p, 5, RW_DTYPE_FLOAT32, RW_OP_SUM, false, seed);
+	bad += coll_check_broadcast(c, rank, 77, RW_DTYPE_INT8, p - 1, false, seed);
 	return bad;
 }
 
@@ -461,7 +294,7 @@ static int queue(struct rw_comm *w, int rank, int p, void *arg)
 	enum { N = 4, COUNT = 5000 };
 	struct rw_coll_comm *c = coll_of(w);
 	struct rw_coll_req *req[N];
-	float *buf[N], *ref = xmalloc(COUNT * sizeof(float));
+	float *buf[N], *ref = coll_xmalloc(COUNT * sizeof(float));
 	int left = N, bad = 0;
 
 	(void)arg;
@@ -471,7 +304,7 @@ static int queue(struct rw_comm *w, int rank, int p, void *arg)
 					 .dtype = RW_DTYPE_FLOAT32,
 					 .op = RW_OP_SUM};
 
-		buf[i] = xmalloc(COUNT * sizeof(float));
+		buf[i] = coll_xmalloc(COUNT * sizeof(float));
 		coll_fill(buf[i], COUNT, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 77 + (uint64_t)i);
 		a.sendbuf = a.recvbuf = buf[i];
 		if (rw_coll_start(c, &a, &req[i]))
@@ -521,9 +354,9 @@ static int windows(struct rw_comm *w, int rank, int p, void *arg)
 		cnt[r] = r == p - 1 ? 0 : (size_t)r + 2;
 		space += cnt[r];
 	}
-	in = xmalloc(space * 4);
-	ref = xmalloc(space * 4);
-	out = xmalloc(space * 4);
+	in = coll_xmalloc(space * 4);
+	ref = coll_xmalloc(space * 4);
+	out = coll_xmalloc(space * 4);
 	coll_fill(in, space, RW_DTYPE_FLOAT32, RW_OP_SUM, rank, 9);
 	coll_reference(ref, space, RW_DTYPE_FLOAT32, RW_OP_SUM, p, 9);
 	rc = rw_coll_run(c, &(struct rw_coll_args){.kind = RW_COLL_REDUCE_SCATTER,
@@ -599,7 +432,7 @@ static int bad_calls(struct rw_comm *w, int rank, int p, void *arg)
 			     &req) != -EINVAL;
 	bad += req != NULL; /* untouched on failure */
 	/* the comm still works */
-	bad += check_allreduce(c, rank, p, 3, RW_DTYPE_FLOAT32, RW_OP_SUM, false, 3);
+	bad += coll_check_allreduce(c, rank, p, 3, RW_DTYPE_FLOAT32, RW_OP_SUM, false, 3);
 	return bad;
 }
 
@@ -612,12 +445,24 @@ static void bad_arguments_are_refused(void **state)
 	assert_false(rw_coll_reduce_supported(RW_DTYPE_FLOAT32, 5));
 }
 
+static void partial_sums_in_recvbuf(void **state)
+{
+	static const char *const env[] = {COLL_RING_PARTIALS, NULL};
+	static const char *const shm[] = {RING_SHM_SMALL_SLOTS, "RINGWAY_NCHANNELS", "2", NULL};
+
+	(void)state;
+	for (int p = 2; p <= 4; p++)
+		assert_int_equal(coll_fork(p, env, coll_partials, NULL, 120), 0);
+	/* shm's sink folds them into recvbuf as they arrive */
+	assert_int_equal(coll_fork(3, shm, coll_partials, NULL, 120), 0);
+}
+
 /* Device buffers: staged through host memory, reduced by the CUDA kernels. */
 static int device(struct rw_comm *w, int rank, int p, void *arg)
 {
 	enum { COUNT = 200003 };
 	struct rw_coll_comm *c = coll_of(w);
-	float *h = xmalloc(COUNT * 4), *ref = xmalloc(COUNT * 4);
+	float *h = coll_xmalloc(COUNT * 4), *ref = coll_xmalloc(COUNT * 4);
 	void *d = NULL;
 	int bad = 0;
 
@@ -690,6 +535,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(segment_layouts, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(bad_arguments_are_refused, rw_test_setup_log,
+						rw_test_teardown_log),
+		cmocka_unit_test_setup_teardown(partial_sums_in_recvbuf, rw_test_setup_log,
 						rw_test_teardown_log),
 		cmocka_unit_test_setup_teardown(device_buffers, rw_test_setup_log,
 						rw_test_teardown_log),

@@ -27,16 +27,6 @@
 #include "coll_test.h"
 #include "common/rw_common.h"
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (!p)
-		abort();
-	memset(p, 0xa5, n);
-	return p;
-}
-
 static uint64_t sent(struct rw_coll_comm *c)
 {
 	struct rw_coll_stats s;
@@ -75,8 +65,8 @@ static int allreduce_checked(struct rw_coll_comm *c, int rank, int p, size_t cou
 			     struct rw_coll_choice *ch)
 {
 	size_t es = rw_dtype_size(dt);
-	char *src = xmalloc(count * es), *dst = inplace ? src : xmalloc(count * es);
-	char *ref = xmalloc(count * es);
+	char *src = coll_xmalloc(count * es), *dst = inplace ? src : coll_xmalloc(count * es);
+	char *ref = coll_xmalloc(count * es);
 	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
 				 .sendbuf = src,
 				 .recvbuf = dst,
@@ -208,7 +198,7 @@ static void reference(void *ref, size_t count, enum rw_dtype dt, int p, enum rw_
 		      uint64_t seed)
 {
 	size_t es = rw_dtype_size(dt);
-	char *v = xmalloc((size_t)p * count * es);
+	char *v = coll_xmalloc((size_t)p * count * es);
 	int p2 = 1;
 
 	for (int r = 0; r < p; r++)
@@ -255,7 +245,7 @@ static int same_bits(struct rw_comm *w, int rank, int p, void *arg)
 		for (size_t i = 0; i < RW_ARRAY_SIZE(counts); i++, seed++) {
 			enum rw_dtype dt = types[t];
 			size_t n = counts[i], es = rw_dtype_size(dt);
-			char *buf = xmalloc(n * es), *ref = xmalloc(n * es);
+			char *buf = coll_xmalloc(n * es), *ref = coll_xmalloc(n * es);
 			struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
 						 .sendbuf = buf,
 						 .recvbuf = buf,
