@@ -6,6 +6,8 @@
  *   coll_ctl.c    the control links: tokens, failure notices, the warning
  *   coll_start.c  starting a collective; the blocking wait
  *   ring_op.c     the ring collectives' per-channel state machine
+ *   ring_recv.c,  its receives and sends (ring_chan.h: the state they
+ *   ring_send.c   share with ring_op.c)
  *   ps.c          RINGWAY_ALGO=ps: everything through rank 0
  *   small_op.c    the latency algorithms: recursive doubling, direct exchange
  *   small_win.c   direct exchange through the shm links' windows

@@ -11,8 +11,8 @@
  * host slot first.
  *
  * Never blocking: every device copy and reduction is enqueued on the
- * channel's stream and an event recorded after it; ring_op.c polls the
- * event from test().  Only the failure path (rw_coll_dev_drain,
+ * channel's stream and an event recorded after it; ring_recv.c and
+ * ring_send.c poll the event from test().  Only the failure path (rw_coll_dev_drain,
  * rw_coll_act_fini) waits for a stream.  Nothing here calls CUDA directly:
  * gpu/rw_cuda.h and kernels/rw_reduce.h do.  Every copy and kernel is
  * counted in the comm's stats.

@@ -174,7 +174,7 @@ int coll_shapes(struct rw_comm *w, int rank, int p, void *arg)
 /*
  * Out of place at 3 or more ranks, an allreduce's partial sums land in
  * their segment's place in recvbuf and are forwarded from there
- * (ring_op.c); in place, where recvbuf is the input, and in a
+ * (ring_recv.c); in place, where recvbuf is the input, and in a
  * reduce-scatter, whose recvbuf holds one segment, they go through the
  * staging slots.  Results are checked either way (avg divides on the last
  * step only, so a partial sum taken for a final one shows); the counter
