@@ -74,6 +74,11 @@ int rw_ring_post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 	int l = rw_link_recv(ch), tag = RW_COLL_TAG, rc;
 	struct rw_net_comm *comm = c->links[l].comm;
 
+	/* out of place, an allreduce's recvbuf holds every segment: a partial
+	 * sum may land in its segment's place, scratch until the allgather
+	 * brings the segment back */
+	bool partials = r->disjoint && r->a.kind == RW_COLL_ALLREDUCE;
+
 	if (ch == 0 && !st->sig_rposted)
 		return 0; /* the signature is the first message */
 	while (cs->rmore && cs->pr_n < RW_COLL_MAX_RECVS) {
@@ -90,18 +95,15 @@ int rw_ring_post_recvs(struct rw_coll_req *r, int ch, bool *progressed)
 		size = m.count * r->esize;
 		sink = rw_coll_can_sink(r, comm);
 		/* out of place, a host chunk to reduce lands where its result
-		 * goes and is folded there: the final value's place in recvbuf,
-		 * or (allreduce, whose recvbuf holds every segment) a partial
-		 * sum's, scratch until the allgather brings the segment back */
-		rbuf_fwd = m.action == RW_RING_REDUCE_FWD && r->disjoint &&
-			   r->a.kind == RW_COLL_ALLREDUCE;
+		 * goes and is folded there: a partial sum (above), or the final
+		 * value's place in recvbuf over a link without a sink */
+		rbuf_fwd = partials && m.action == RW_RING_REDUCE_FWD;
 		staged = r->mem == RW_COLL_MEM_DEVICE ||
 			 (m.action == RW_RING_REDUCE_FWD && !rbuf_fwd) ||
 			 (m.action == RW_RING_REDUCE_FINAL && (sink || !r->disjoint));
 		if (rbuf_fwd && cs->rbuf_due >= RW_COLL_NSLOTS)
 			break; /* as many held as slots would be: the pipeline's bound */
-		if (!staged && m.action == RW_RING_COPY && r->disjoint &&
-		    rbuf_busy(cs, cs->rpos.round, m.seg))
+		if (partials && m.action == RW_RING_COPY && rbuf_busy(cs, cs->rpos.round, m.seg))
 			break; /* its partial sum is still ours */
 		if (staged) {
 			const struct rw_coll_stage *sg = &c->stage[ch];
@@ -192,11 +194,12 @@ static int process(struct rw_coll_req *r, int ch, const struct rw_ring_msg *m, s
 		return 0;
 	}
 	switch (m->action) {
-	case RW_RING_REDUCE_FWD:
+	case RW_RING_REDUCE_FWD: {
 		/* the partial sum is forwarded from where it arrived */
-		if (!sp)
-			return rw_coll_fold(r, out, local, out, m->count, false);
-		return rw_coll_fold(r, sp, local, sp, m->count, false);
+		char *ps = sp ? sp : out;
+
+		return rw_coll_fold(r, ps, local, ps, m->count, false);
+	}
 	case RW_RING_REDUCE_FINAL:
 		p->keep = false; /* forwarded from recvbuf, if at all */
 		return rw_coll_fold(r, out, local, sp ? sp : out, m->count, true);

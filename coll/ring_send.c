@@ -94,14 +94,13 @@ int rw_ring_post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 			}
 		} else {
 			struct rw_ring_msg rm;
+			const struct held *h = NULL; /* a forward held for this send */
 
 			if (!processed(cs, m.from))
 				break;
 			rw_ring_plan_recv(&st->plan, ch, m.from, &rm);
 			if (dev || rm.action == RW_RING_REDUCE_FWD) {
-				struct held *h = &cs->held[cs->held_head];
-				const struct rw_coll_stage *sg = &c->stage[ch];
-
+				h = &cs->held[cs->held_head];
 				if (!cs->held_n || rw_ring_pos_cmp(h->pos, m.from) != 0) {
 					RW_WARN(RW_LOG_COLL,
 						"coll: rank %d: internal error: no staged chunk "
@@ -109,21 +108,17 @@ int rw_ring_post_sends(struct rw_coll_req *r, int ch, bool *progressed)
 						c->rank, m.step, m.chunk);
 					return -EPROTO;
 				}
-				if (h->rseg >= 0) {
-					/* a partial sum folded in recvbuf */
-					data = ring_at(r->a.recvbuf, rm.off, r->dst_base, r->esize);
-					mr = rw_coll_mr_on(r->a.recv_mr, l);
-					rseg = h->rseg;
-				} else if (h->dev) {
-					data = rw_coll_dslot(c, ch, h->slot);
-					mr = sg->dmr_send;
-				} else {
-					data = ring_slot(r, ch, h->slot);
-					mr = ring_hstage(r, ch)->mr_send;
-				}
 				free_slot_idx = h->slot;
+				rseg = h->rseg; /* a partial sum folded in recvbuf */
 				from_held = true;
-			} else {
+			}
+			if (h && h->dev) {
+				data = rw_coll_dslot(c, ch, h->slot);
+				mr = c->stage[ch].dmr_send;
+			} else if (h && h->slot >= 0) {
+				data = ring_slot(r, ch, h->slot);
+				mr = ring_hstage(r, ch)->mr_send;
+			} else { /* results, and partial sums folded in recvbuf */
 				data = ring_at(r->a.recvbuf, rm.off, r->dst_base, r->esize);
 				mr = rw_coll_mr_on(r->a.recv_mr, l);
 			}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Checked collectives and sweeps shared by the ring's test programs
+ * Checked collectives and sweeps shared by the engine's test programs
  * (ring_checks.c).  Every function runs in a forked rank (coll_fork) and
  * blocks until its collectives are done; each returns its failures (0:
  * all right).  Buffers are the function's own, freed before it returns.

@@ -25,6 +25,7 @@
 #include "coll/coll_internal.h"
 #include "coll/rw_coll.h"
 #include "coll_test.h"
+#include "ring_checks.h"
 #include "common/rw_common.h"
 
 static uint64_t sent(struct rw_coll_comm *c)
@@ -64,37 +65,20 @@ static int allreduce_checked(struct rw_coll_comm *c, int rank, int p, size_t cou
 			     enum rw_dtype dt, enum rw_op op, bool inplace, uint64_t seed,
 			     struct rw_coll_choice *ch)
 {
-	size_t es = rw_dtype_size(dt);
-	char *src = coll_xmalloc(count * es), *dst = inplace ? src : coll_xmalloc(count * es);
-	char *ref = coll_xmalloc(count * es);
-	struct rw_coll_args a = {.kind = RW_COLL_ALLREDUCE,
-				 .sendbuf = src,
-				 .recvbuf = dst,
-				 .count = count,
-				 .dtype = dt,
-				 .op = op};
 	uint64_t before = sent(c);
-	int rc, bad = 0;
 
 	rw_coll_choose(c, RW_COLL_ALLREDUCE, count, dt, false, ch);
-	coll_fill(src, count, dt, op, rank, seed);
-	coll_reference(ref, count, dt, op, p, seed);
-	rc = rw_coll_run(c, &a);
-	if (rc || !coll_same("allreduce", dst, ref, count, dt)) {
-		fprintf(stderr, "rank %d: %s %s %s count %zu %s: %s\n", rank,
-			rw_coll_algo_name(ch->algo), rw_dtype_name(dt), rw_op_name(op), count,
-			inplace ? "in place" : "out of place", rc ? strerror(-rc) : "wrong result");
-		bad = 1;
-	} else if (!ran(ch, sent(c) - before, rank, p)) {
+	if (coll_check_allreduce(c, rank, p, count, dt, op, inplace, seed)) {
+		fprintf(stderr, "rank %d: (the allreduce above ran %s)\n", rank,
+			rw_coll_algo_name(ch->algo));
+		return 1;
+	}
+	if (!ran(ch, sent(c) - before, rank, p)) {
 		fprintf(stderr, "rank %d: count %zu: %llu messages sent, not %s's\n", rank, count,
 			(unsigned long long)(sent(c) - before), rw_coll_algo_name(ch->algo));
-		bad = 1;
+		return 1;
 	}
-	free(src);
-	if (!inplace)
-		free(dst);
-	free(ref);
-	return bad;
+	return 0;
 }
 
 /* --- every datatype and op, forced algorithms ----------------------------- */
