@@ -21,9 +21,11 @@
 #include "common/rw_common.h"
 #include "include/ringway.h"
 
-/* What rank 0 hands the others: the id, then ready. */
+/* What rank 0 hands the others: the id, then ready; and how many
+ * survivors of a killed rank have checked what they saw. */
 struct board {
 	volatile int ready;
+	int checked;
 	rw_unique_id_t id;
 };
 
@@ -149,6 +151,15 @@ static int one_dies(const char *root, int rank, int p, void *arg)
 	}
 	/* the failure is sticky */
 	bad += rw_allreduce(c, x, y, 1, RW_FLOAT32, RW_SUM) != err;
+	/* The survivors leave together: a rank that destroys its comm closes
+	 * its links, and a failure notice naming the dead rank that a slower
+	 * survivor has not read yet would go with them (test_coll_fail's
+	 * survivor_leaves). */
+	fflush(stderr);
+	__atomic_add_fetch(&board->checked, 1, __ATOMIC_ACQ_REL);
+	for (uint64_t until = rw_now_ms() + 30000;
+	     __atomic_load_n(&board->checked, __ATOMIC_ACQUIRE) < p - 1 && rw_now_ms() < until;)
+		usleep(1000);
 	rw_comm_destroy(c);
 	return bad;
 }

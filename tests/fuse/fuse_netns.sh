@@ -77,7 +77,13 @@ rank down 0 --server -b 64M -e 64M -n 1000 -w 0
 s=$!
 rank down 1 --client "$(mh_addr 0 0)" -b 64M -e 64M -n 1000 -w 0
 c=$!
-sleep 2
+# mid-transfer: once 64 MiB went through fa1 (bounded: a rank that never
+# got there is reported by the checks below)
+b1=$(mh_bytes 1 fa1)
+for ((i = 0; i < 600 && $(mh_bytes 1 fa1) - b1 < 64 << 20; i++)); do
+	sleep 0.1
+done
+echo "# fa1 down after $(($(mh_bytes 1 fa1) - b1)) bytes through it"
 ip -n "rwfu-$$-h1" link set fa1 down
 t0=$SECONDS
 wait $s && bad "down: the server succeeded with fa1 down"

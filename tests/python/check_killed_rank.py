@@ -70,6 +70,10 @@ def worker(rank, world, where):
         result["type"] = type(e).__name__
         result["error"] = str(e)
         result["step"] = step
+    # the survivors leave together: a rank that destroys its group closes
+    # its links, and a failure notice naming rank 2 that the other has not
+    # read yet would go with them (it would then blame the rank that left)
+    all_here(store, world - 1, "raised")
     dist.destroy_process_group()
 
     # a new group of the survivors, in the same process

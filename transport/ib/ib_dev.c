@@ -251,6 +251,9 @@ static void async_event(struct rw_ib_hca *h, const struct ibv_async_event *ev)
 		       ev->event_type == IBV_EVENT_PORT_ERR ? "; its connections will fail" : "");
 }
 
+/* Async events still reported after a stop was asked for (async_main). */
+#define RW_IB_ASYNC_DRAIN 64
+
 static void *async_main(void *arg)
 {
 	struct rw_ib_hca *h = arg;
@@ -258,6 +261,7 @@ static void *async_main(void *arg)
 		{.fd = h->ctx->async_fd, .events = POLLIN},
 		{.fd = h->stop_fd, .events = POLLIN},
 	};
+	unsigned drained = 0;
 
 	atomic_store_explicit(&h->async_running, true, memory_order_release);
 	for (;;) {
@@ -270,7 +274,11 @@ static void *async_main(void *arg)
 				strerror(errno));
 			break;
 		}
-		if (p[1].revents)
+		/* Events the NIC queued before the stop are still reported (a
+		 * QP that went to the error state as its connection failed is
+		 * often closed at once), but no more than a queue's worth, so a
+		 * NIC that keeps raising them cannot hold the close up. */
+		if (p[1].revents && (!(p[0].revents & POLLIN) || ++drained > RW_IB_ASYNC_DRAIN))
 			break;
 		if (!(p[0].revents & POLLIN))
 			continue;
