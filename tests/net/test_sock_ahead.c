@@ -45,6 +45,27 @@ static int setup_striped(void **state)
 	return make("3", "4096");
 }
 
+/* Socket buffers of 4 KiB (no autotuning): bytes left unread pile up in
+ * the sender's queue soon. */
+static int setup_small_buffers(void **state)
+{
+	const char *env[] = {"RINGWAY_SOCKET_IFNAME",
+			     "=lo",
+			     "RINGWAY_SOCKET_FAMILY",
+			     "ipv4",
+			     "RINGWAY_TIMEOUT_MS",
+			     "20000",
+			     "RINGWAY_SOCKET_NSTREAMS",
+			     "1",
+			     "RINGWAY_SOCKET_BUFFER",
+			     "4096",
+			     NULL};
+
+	(void)state;
+	rw_test_log_reset();
+	return rw_test_config(&cfg, env) || rw_sock_create(&cfg, &net) ? -1 : 0;
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -321,6 +342,54 @@ static uint64_t rnd(uint64_t *x)
 }
 
 /*
+ * Only the sender set: it sends without reading the receiver's posts, which
+ * pile up unread; once they would pass the receiver's queue of posts, the
+ * receiver fails the comm with -EPROTO, named, instead of writing past it
+ * (ASan would show an overflow), and every later call fails.
+ */
+static void a_sender_ahead_against_a_posting_receiver(void **state)
+{
+	struct pair pr;
+	struct buf sb, rb;
+	int tag = 3, rc = 0, k;
+
+	(void)state;
+	rw_test_log_expect("receive posts");
+	pair_open(net, &pr);
+	assert_int_equal(rw_net_ahead(pr.s), 0);
+	assert_int_equal(buf_get(pr.s, &sb, 64), 0);
+	assert_int_equal(buf_get(pr.r, &rb, 64), 0);
+	for (k = 0; k < 100000; k++) {
+		struct rw_net_req *rreq = NULL;
+		void *data = rb.p;
+		size_t size = 64, got = 0;
+
+		rc = rw_net_irecv(pr.r, 1, &data, &size, &tag, &rb.mr, &rreq);
+		if (rc)
+			break;
+		assert_non_null(rreq);
+		assert_int_equal(finish(send_now(pr.s, sb.p, 8, tag, sb.mr), &got), 0);
+		rc = finish(rreq, &got);
+		if (rc)
+			break;
+		assert_int_equal(got, 8);
+	}
+	print_message("      the receiver failed at receive %d: %s\n", k, strerror(-rc));
+	assert_int_equal(rc, -EPROTO);
+	assert_true(rw_test_log_count("the peer has read none of our last") > 0);
+	{
+		struct rw_net_req *rreq = NULL;
+		void *data = rb.p;
+		size_t size = 64;
+
+		assert_int_equal(rw_net_irecv(pr.r, 1, &data, &size, &tag, &rb.mr, &rreq), -EPROTO);
+	}
+	buf_put(pr.s, &sb);
+	buf_put(pr.r, &rb);
+	pair_close(&pr);
+}
+
+/*
  * 5000 messages of 0..4 KiB, sent as fast as they are taken (up to 512 in
  * flight), against receives posted in bursts of 1..40 with pauses of up
  * to 3 ms, every request tested in one thread: the sender runs far ahead
@@ -406,6 +475,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(striped_messages_and_the_ones_behind_them,
 						setup_striped, teardown),
+		cmocka_unit_test_setup_teardown(a_sender_ahead_against_a_posting_receiver,
+						setup_small_buffers, teardown),
 		cmocka_unit_test_setup_teardown(thousands_of_messages_against_bursts_of_receives,
 						setup, teardown),
 	};

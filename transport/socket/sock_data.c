@@ -100,8 +100,23 @@ static int posts_flush(struct rw_sock_comm *c)
 	return 0;
 }
 
-/* Queue the post of receive r.  There is always room: a post not yet
- * written belongs to a receive still in posted[]. */
+/* Room in rx->out for one more post (compacting it first)?  A post not
+ * yet written normally belongs to a receive still in posted[], so there
+ * is; but a peer that sends without reading our posts (a sender that
+ * sends ahead to a receiver that does not take messages so, or a foreign
+ * one) completes receives whose posts stay queued, and they would pile up
+ * past the buffer. */
+static bool post_room(struct rw_sock_rx *rx)
+{
+	if (sizeof(rx->out) - rx->out_len >= sizeof(struct rw_sock_post))
+		return true;
+	memmove(rx->out, rx->out + rx->out_pos, rx->out_len - rx->out_pos);
+	rx->out_len -= rx->out_pos;
+	rx->out_pos = 0;
+	return sizeof(rx->out) - rx->out_len >= sizeof(struct rw_sock_post);
+}
+
+/* Queue the post of receive r (post_room() said there is room). */
 static void post_queue(struct rw_sock_rx *rx, const struct rw_sock_req *r)
 {
 	struct rw_sock_post p = {.marker = RW_SOCK_MSG_MARKER,
@@ -112,11 +127,6 @@ static void post_queue(struct rw_sock_rx *rx, const struct rw_sock_req *r)
 	for (int i = 0; i < r->n; i++) {
 		p.tags[i] = r->e[i].tag;
 		p.sizes[i] = r->e[i].cap;
-	}
-	if (sizeof(rx->out) - rx->out_len < sizeof(p)) {
-		memmove(rx->out, rx->out + rx->out_pos, rx->out_len - rx->out_pos);
-		rx->out_len -= rx->out_pos;
-		rx->out_pos = 0;
 	}
 	memcpy(rx->out + rx->out_len, &p, sizeof(p));
 	rx->out_len += sizeof(p);
@@ -502,6 +512,12 @@ int rw_sock_irecv(struct rw_net_comm *comm, int n, void **data, const size_t *si
 		*req = NULL;
 		return 0;
 	}
+	if (!c->ahead && !post_room(rx))
+		return rw_sock_comm_fail(c, -EPROTO,
+					 "stream 0: the peer has read none of our last %zu receive "
+					 "posts while its messages filled them: it sends without "
+					 "them (is it set to send ahead, and we not?)",
+					 sizeof(rx->out) / sizeof(struct rw_sock_post));
 	r = rw_sock_req_alloc(c);
 	if (!r) {
 		*req = NULL;
