@@ -128,15 +128,15 @@ long rw_shm_cma_work(struct rw_shm_comm *c)
 
 	if (RW_SHM_CLAIM_GEN(w) == 0)
 		return 0;
-	size = j->size;
-	dst = j->dst;
-	src = j->src;
-	chunk = j->chunk ? j->chunk : RW_SHM_CMA_CHUNK;
-	nchunks = RW_DIV_UP(size, chunk);
 	if (c->is_send) {
-		/* help only with one of our own messages, exactly as we sent it */
+		/* help only with one of our own messages, exactly as we sent it;
+		 * dst is the receiver's, written into the receiver only */
 		struct rw_shm_req *r;
 
+		size = j->size;
+		dst = j->dst;
+		src = j->src;
+		chunk = j->chunk ? j->chunk : RW_SHM_CMA_CHUNK;
 		if (!c->d.coop || !(j->flags & RW_SHM_JOB_COOP))
 			return 0;
 		for (r = c->d.q_head; r && r->seq != j->seq; r = r->next)
@@ -145,8 +145,20 @@ long rw_shm_cma_work(struct rw_shm_comm *c)
 		    RW_SHM_CLAIM_GEN(w) != job_gen(r->seq))
 			return 0;
 	} else {
-		device_dst = c->d.cur_req && c->d.cur_req->buf[c->d.cur_idx].type == RW_PTR_CUDA;
+		/* the job is the one we installed: where to and how much come
+		 * from our own state, never from the job's lines, which the
+		 * sender can write (a stray write there must not aim our copy) */
+		if (c->d.rx != RW_SHM_RX_CMA || !c->d.cur_req)
+			return 0;
+		size = c->d.cur_size;
+		dst = (uint64_t)(uintptr_t)c->d.cur_req->buf[c->d.cur_idx].data;
+		src = c->d.cur_src;
+		chunk = RW_SHM_CMA_CHUNK;
+		device_dst = c->d.cur_req->buf[c->d.cur_idx].type == RW_PTR_CUDA;
+		if (RW_SHM_CLAIM_GEN(w) != job_gen(c->d.cur_seq))
+			return 0;
 	}
+	nchunks = RW_DIV_UP(size, chunk);
 	for (int k = 0; k < RW_SHM_CMA_BUDGET; k++) {
 		struct iovec local, remote;
 		char *piece = NULL;
@@ -198,8 +210,8 @@ long rw_shm_cma_work(struct rw_shm_comm *c)
 				"shm: %s %s pid %d (message %llu, %zu bytes at offset %llu): %s",
 				c->is_send ? "process_vm_writev to" : "process_vm_readv from",
 				c->is_send ? "receiver" : "sender", (int)c->peer_pid,
-				(unsigned long long)j->seq, len, (unsigned long long)off,
-				strerror((int)-n));
+				(unsigned long long)(c->is_send ? j->seq : c->d.cur_seq), len,
+				(unsigned long long)off, strerror((int)-n));
 			return n;
 		}
 	}
@@ -220,8 +232,7 @@ void rw_shm_cma_job_retire(struct rw_shm_comm *c)
 {
 	struct rw_shm_seg_job *j = &c->d.seg->job;
 	uint64_t w = __atomic_load_n(&j->claim, __ATOMIC_ACQUIRE);
-	uint64_t chunk = j->chunk ? j->chunk : RW_SHM_CMA_CHUNK;
-	uint64_t nchunks = RW_DIV_UP(c->d.cur_size, chunk), claimed, deadline;
+	uint64_t nchunks = RW_DIV_UP(c->d.cur_size, RW_SHM_CMA_CHUNK), claimed, start, limit;
 
 	if (RW_SHM_CLAIM_GEN(w) == 0)
 		return;
@@ -231,12 +242,26 @@ void rw_shm_cma_job_retire(struct rw_shm_comm *c)
 					    RW_SHM_CLAIM(RW_SHM_CLAIM_GEN(w), nchunks), false,
 					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		;
-	claimed = RW_MIN(c->d.cur_size, (w & RW_SHM_CLAIM_IDX_MASK) * chunk);
-	/* the sender may still be writing a chunk into our buffer: a copy of
-	 * one chunk is short, and a dead sender writes nothing */
-	deadline = rw_now_ns() + 1000000000ull;
+	claimed = RW_MIN(c->d.cur_size, (w & RW_SHM_CLAIM_IDX_MASK) * RW_SHM_CMA_CHUNK);
+	/* The sender may still be writing a chunk into our buffer, which its
+	 * owner takes back once this returns: wait for it.  A copy of one
+	 * chunk is short, a sender that closed or failed its comm is not in
+	 * one (its own thread does both), and a dead sender writes nothing; a
+	 * sender kept off its core for RINGWAY_TIMEOUT_MS is named. */
+	start = rw_now_ns();
+	limit = (uint64_t)c->base.net->cfg.timeout_ms * 1000000ull;
 	while (__atomic_load_n(&c->d.seg->prog.done, __ATOMIC_ACQUIRE) < claimed &&
-	       rw_now_ns() < deadline && !__atomic_load_n(&c->d.seg->tx.closed, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&c->d.seg->tx.failed, __ATOMIC_ACQUIRE) && !rw_shm_peer_exited(c))
+	       !__atomic_load_n(&c->d.seg->tx.closed, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&c->d.seg->tx.failed, __ATOMIC_ACQUIRE) && !rw_shm_peer_exited(c)) {
+		if (rw_now_ns() - start > limit) {
+			RW_WARN(RW_LOG_NET | RW_LOG_SHM,
+				"shm: receive comm from %s: the sender has not finished its copy "
+				"into message %llu's buffer after RINGWAY_TIMEOUT_MS=%lld; it may "
+				"still write there",
+				c->peer, (unsigned long long)c->d.cur_seq,
+				(long long)c->base.net->cfg.timeout_ms);
+			break;
+		}
 		sched_yield();
+	}
 }

@@ -164,6 +164,11 @@ void rw_shm_conn_fail(struct rw_shm_comm *c, int rc, const char *why)
 	} else {
 		if (c->d.rx == RW_SHM_RX_CMA)
 			rw_shm_cma_job_retire(c); /* no write into our buffers after this */
+		/* nor a device copy still queued (an IPC copy, pieces staged
+		 * up): the receives fail once this returns, and their owners may
+		 * free the buffers at once */
+		if (c->d.stream)
+			rw_cuda_stream_sync(c->d.stream);
 		__atomic_store_n(&seg->rx.failed, rc, __ATOMIC_RELEASE);
 	}
 	c->fail = rc;

@@ -293,6 +293,7 @@ struct rw_shm_data {
 	uint64_t cur_seq;
 	uint64_t cur_size;
 	uint64_t cur_off;    /* FRAG: bytes received so far */
+	uint64_t cur_src;    /* CMA: the message's address in the sender */
 	int cur_err;	     /* the message fails (-EMSGSIZE ...) */
 	bool cur_land;	     /* a sink's message lands in its buffer, put whole at the end */
 	size_t cur_up;	     /* bytes of the slot at head already staged up */

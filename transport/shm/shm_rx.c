@@ -258,6 +258,7 @@ static int start_cma(struct rw_shm_comm *c, const struct rw_shm_slot *h)
 		return -EPROTO; /* we never told the sender it could */
 	/* into device memory the sender does not help: we read each chunk
 	 * into a pinned piece, then copy it up (shm_up.c) */
+	c->d.cur_src = h->addr;
 	rw_shm_cma_job_start(c, h->seq, h->addr, b->data, h->size, !device);
 	c->d.rx = RW_SHM_RX_CMA;
 	return 0;
@@ -372,6 +373,21 @@ static int start_message(struct rw_shm_comm *c)
 	return 1;
 }
 
+static bool peer_failed(struct rw_shm_comm *c);
+
+/*
+ * A message copied out of the sender's own memory (CMA, CUDA IPC) is whole
+ * only if the sender had not failed it meanwhile: once it has, its caller
+ * may reuse that memory while our copy still read it.  So the failure word
+ * is read again after the copy (the fence keeps the copy's reads before
+ * it); a failure at or before this message fails it (and the comm).
+ */
+static bool copied_from_a_failed_sender(struct rw_shm_comm *c)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return peer_failed(c);
+}
+
 /* Drive the current message.  \return bytes moved (> 0), 0 if waiting. */
 static long continue_message(struct rw_shm_comm *c)
 {
@@ -399,6 +415,8 @@ static long continue_message(struct rw_shm_comm *c)
 		}
 		if (err && !c->d.cur_err)
 			c->d.cur_err = err;
+		if (copied_from_a_failed_sender(c))
+			return c->fail;
 		message_in(c);
 		return RW_MAX(n, 1);
 	case RW_SHM_RX_UP:
@@ -411,6 +429,8 @@ static long continue_message(struct rw_shm_comm *c)
 			return 0;
 		if (rc && !c->d.cur_err)
 			c->d.cur_err = rc;
+		if (c->d.rx == RW_SHM_RX_CUDA && copied_from_a_failed_sender(c))
+			return c->fail;
 		finish_message(c);
 		return 1;
 	default:
