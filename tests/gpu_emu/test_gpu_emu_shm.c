@@ -330,6 +330,95 @@ static void host_to_device_through_slots_larger_than_a_piece(void **state)
 	assert_int_equal(shm_pair_run(child_big_receiver, child_big_sender), 0);
 }
 
+/* Messages from more device allocations than a receiver keeps open: each
+ * arrives whole, and the receiver holds at most 32 of them open, closing the
+ * least recently used (an allocation its sender freed stays mapped, and its
+ * memory alive, while it is open here). */
+#define NALLOC	  40
+#define KEPT	  32 /* RW_SHM_IPC_CACHE_MAX */
+#define ALLOC_SZ  (64 * 1024)
+#define ALLOC_TAG 3000
+
+static void child_many_alloc_receiver(struct shm_child *k)
+{
+	struct rw_shm_stats t0, t1;
+	struct rw_gpu_emu_stats s;
+	struct rw_net *n = NULL;
+	struct rw_net_listen *l;
+	struct rw_net_comm *r;
+	struct rw_net_mr *mr;
+	char *host = malloc(ALLOC_SZ), *want = malloc(ALLOC_SZ);
+	void *d = shm_dev_alloc(true, ALLOC_SZ);
+
+	CHILD_CHECK(host && want);
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(rw_net_listen(n, 0, k->handle, &l) == 0);
+	CHILD_CHECK(shm_pipe_write(k->from[1], k->handle, sizeof(k->handle)) == 0);
+	CHILD_CHECK(shm_wait_accept(l, &r) == 0);
+	CHILD_CHECK(rw_net_reg_mr(r, d, ALLOC_SZ, RW_PTR_CUDA, &mr) == 0);
+	rw_shm_stats_get(&t0);
+	/* the first allocation again at the end: evicted by then, opened anew */
+	for (int i = 0; i <= NALLOC; i++) {
+		struct rw_net_req *req;
+		size_t got = 0;
+
+		CHILD_CHECK(shm_recv(r, d, ALLOC_SZ, ALLOC_TAG + i, mr, &req) == 0);
+		CHILD_CHECK(shm_wait_req(req, &got, SHM_WAIT_MS) == 0 && got == ALLOC_SZ);
+		shm_dev_check(d, true, host, want, ALLOC_SZ, 500 + (i % NALLOC), (size_t)i);
+		rw_gpu_emu_stats(&s);
+		CHILD_CHECK(s.ipc_opens_live <= KEPT);
+	}
+	rw_shm_stats_get(&t1);
+	CHILD_CHECK(t1.ipc_evicted - t0.ipc_evicted == NALLOC + 1 - KEPT);
+	rw_net_dereg_mr(r, mr);
+	shm_dev_free(true, d);
+	rw_net_close_recv(r);
+	rw_net_close_listen(l);
+	rw_net_destroy(n);
+	rw_gpu_emu_stats(&s);
+	CHILD_CHECK(s.ipc_opens_live == 0);
+	_exit(0);
+}
+
+static void child_many_alloc_sender(struct shm_child *k)
+{
+	struct rw_net *n = NULL;
+	struct rw_net_comm *s;
+	char *host = malloc(ALLOC_SZ);
+	void *d[NALLOC];
+
+	CHILD_CHECK(host);
+	CHILD_CHECK(shm_pipe_read(k->to[0], k->handle, sizeof(k->handle)) == 0);
+	CHILD_CHECK(rw_shm_create(&cfg, &n) == 0);
+	CHILD_CHECK(shm_wait_connect(n, k->handle, &s) == 0);
+	for (int i = 0; i < NALLOC; i++) {
+		d[i] = shm_dev_alloc(true, ALLOC_SZ);
+		shm_dev_fill(d[i], true, host, ALLOC_SZ, 500 + (uint64_t)i);
+	}
+	for (int i = 0; i <= NALLOC; i++) {
+		struct rw_net_mr *mr;
+		struct rw_net_req *req;
+		void *p = d[i % NALLOC];
+
+		CHILD_CHECK(rw_net_reg_mr(s, p, ALLOC_SZ, RW_PTR_CUDA, &mr) == 0);
+		CHILD_CHECK(shm_send(s, p, ALLOC_SZ, ALLOC_TAG + i, mr, &req) == 0);
+		CHILD_CHECK(shm_wait_req(req, NULL, SHM_WAIT_MS) == 0);
+		rw_net_dereg_mr(s, mr);
+	}
+	rw_net_close_send(s);
+	for (int i = 0; i < NALLOC; i++)
+		shm_dev_free(true, d[i]);
+	rw_net_destroy(n);
+	_exit(0);
+}
+
+static void a_receiver_keeps_few_allocations_open(void **state)
+{
+	(void)state;
+	assert_int_equal(rw_test_config(&cfg, env), 0);
+	assert_int_equal(shm_pair_run(child_many_alloc_receiver, child_many_alloc_sender), 0);
+}
+
 /* Without the emulator (and without a GPU) the same net has no CUDA. */
 static void child_no_emulator(struct shm_child *k)
 {
@@ -368,6 +457,7 @@ int main(void)
 	const struct CMUnitTest on[] = {
 		cmocka_unit_test(device_buffers_between_processes),
 		cmocka_unit_test(host_to_device_through_slots_larger_than_a_piece),
+		cmocka_unit_test(a_receiver_keeps_few_allocations_open),
 	};
 	int failed;
 

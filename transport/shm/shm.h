@@ -102,6 +102,7 @@ struct rw_shm_stats {
 	long cma_written;    /**< bytes this process wrote into peers (writev) */
 	long sleeps;	     /**< futex sleeps in test() */
 	long sleep_timeouts; /**< ... that ran to their end: nothing rang meanwhile */
+	long ipc_evicted;    /**< peers' CUDA allocations closed to keep at most 32 open */
 };
 
 /** Snapshot the statistics (relaxed reads). */

@@ -186,18 +186,38 @@ static int take_fragment(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
 	return (int)h.len;
 }
 
+/*
+ * The sender's allocations this receiver has opened (CUDA IPC), most
+ * recently used first.  A handle names one allocation for its life, so an
+ * entry never goes stale, but an allocation the sender frees stays mapped
+ * here, and its memory with it, until the entry goes: so at most
+ * RW_SHM_IPC_CACHE_MAX are kept, and the least recently used one is closed
+ * for a new one.  It is in no copy then: a message's copy ends before the
+ * next message starts (RW_SHM_RX_CUDA).
+ */
 static int ipc_lookup(struct rw_shm_comm *c, const struct rw_shm_cuda_desc *d,
 		      struct rw_shm_ipc_cache **out)
 {
-	struct rw_shm_ipc_cache *e;
+	struct rw_shm_ipc_cache *e, **link, **last = NULL;
 	struct rw_cuda_ipc_handle h;
-	int rc;
+	int rc, n = 0;
 
-	for (e = c->d.ipc; e; e = e->next) {
+	for (link = &c->d.ipc; (e = *link); link = &e->next, n++) {
 		if (memcmp(e->handle, d->handle, sizeof(e->handle)) == 0) {
+			*link = e->next; /* to the front */
+			e->next = c->d.ipc;
+			c->d.ipc = e;
 			*out = e;
 			return 0;
 		}
+		last = link;
+	}
+	if (n >= RW_SHM_IPC_CACHE_MAX && last) {
+		e = *last;
+		*last = NULL;
+		rw_cuda_ipc_close(e->base);
+		free(e);
+		rw_shm_stat_add(&rw_shm_stats_g.ipc_evicted, 1);
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
