@@ -331,11 +331,11 @@ static void host_to_device_through_slots_larger_than_a_piece(void **state)
 }
 
 /* Messages from more device allocations than a receiver keeps open: each
- * arrives whole, and the receiver holds at most 32 of them open, closing the
- * least recently used (an allocation its sender freed stays mapped, and its
- * memory alive, while it is open here). */
-#define NALLOC	  40
-#define KEPT	  32 /* RW_SHM_IPC_CACHE_MAX */
+ * arrives whole, and the receiver holds at most RW_SHM_IPC_KEPT of them
+ * open, closing the least recently used (an allocation its sender freed
+ * stays mapped, and its memory alive, while it is open here). */
+#define KEPT	  RW_SHM_IPC_KEPT
+#define NALLOC	  (KEPT + 8)
 #define ALLOC_SZ  (64 * 1024)
 #define ALLOC_TAG 3000
 
@@ -385,7 +385,7 @@ static void child_many_alloc_sender(struct shm_child *k)
 	struct rw_net *n = NULL;
 	struct rw_net_comm *s;
 	char *host = malloc(ALLOC_SZ);
-	void *d[NALLOC];
+	static void *d[NALLOC];
 
 	CHILD_CHECK(host);
 	CHILD_CHECK(shm_pipe_read(k->to[0], k->handle, sizeof(k->handle)) == 0);

@@ -92,6 +92,15 @@ long rw_shm_live_total(void);
  * the total above, freed by rw_net_destroy()). */
 long rw_shm_live_shells(void);
 
+/**
+ * The sender's CUDA allocations a receive comm keeps open at most (CUDA
+ * IPC, least recently used closed first).  Enough for a training job's
+ * buffers, which a smaller bound would close and reopen every step when
+ * they outnumber it; a bound all the same, on what allocations the sender
+ * freed keep alive here.
+ */
+#define RW_SHM_IPC_KEPT 256
+
 /** What went which way, process-wide since start (tests, tools). */
 struct rw_shm_stats {
 	long msgs_inline;    /**< messages sent in one slot */
@@ -102,7 +111,7 @@ struct rw_shm_stats {
 	long cma_written;    /**< bytes this process wrote into peers (writev) */
 	long sleeps;	     /**< futex sleeps in test() */
 	long sleep_timeouts; /**< ... that ran to their end: nothing rang meanwhile */
-	long ipc_evicted;    /**< peers' CUDA allocations closed to keep at most 32 open */
+	long ipc_evicted;    /**< peers' CUDA allocations closed for newer ones (RW_SHM_IPC_KEPT) */
 };
 
 /** Snapshot the statistics (relaxed reads). */

@@ -243,9 +243,6 @@ struct rw_shm_up {
 };
 
 /** One opened peer allocation (CUDA IPC), cached per comm. */
-/* The sender's CUDA allocations a receive comm keeps open (shm_rx.c). */
-#define RW_SHM_IPC_CACHE_MAX 32
-
 struct rw_shm_ipc_cache {
 	uint8_t handle[RW_SHM_CUDA_HANDLE_BYTES];
 	char *base;

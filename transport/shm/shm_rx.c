@@ -191,7 +191,7 @@ static int take_fragment(struct rw_shm_comm *c, const struct rw_shm_slot *slot)
  * recently used first.  A handle names one allocation for its life, so an
  * entry never goes stale, but an allocation the sender frees stays mapped
  * here, and its memory with it, until the entry goes: so at most
- * RW_SHM_IPC_CACHE_MAX are kept, and the least recently used one is closed
+ * RW_SHM_IPC_KEPT are kept, and the least recently used one is closed
  * for a new one.  It is in no copy then: a message's copy ends before the
  * next message starts (RW_SHM_RX_CUDA).
  */
@@ -212,7 +212,7 @@ static int ipc_lookup(struct rw_shm_comm *c, const struct rw_shm_cuda_desc *d,
 		}
 		last = link;
 	}
-	if (n >= RW_SHM_IPC_CACHE_MAX && last) {
+	if (n >= RW_SHM_IPC_KEPT && last) {
 		e = *last;
 		*last = NULL;
 		rw_cuda_ipc_close(e->base);
