@@ -75,7 +75,8 @@ int rw_cuda_dmabuf_fd(const void *ptr, size_t size, int *fd, uint64_t *offset)
 	rw_cu_get_handle_fn get = (rw_cu_get_handle_fn)driver_fn("cuMemGetHandleForAddressRange");
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)ptr & ~(pg - 1);
-	uintptr_t end = ((uintptr_t)ptr + size + pg - 1) & ~(pg - 1);
+	/* a page at least: a registration of 0 bytes still exports one */
+	uintptr_t end = ((uintptr_t)ptr + (size ? size : 1) + pg - 1) & ~(pg - 1);
 	int handle = -1;
 	CUresult r;
 

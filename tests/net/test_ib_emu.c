@@ -476,6 +476,34 @@ static void fault_port_down(void **state)
 		   "sv_roce0 port 1 is down");
 }
 
+/* A QP the NIC reports fatal (async event) while its work request will
+ * never complete: the comm fails at once with -EIO, named, instead of at
+ * RINGWAY_TIMEOUT_MS. */
+static void fault_qp_fatal_without_completions(void **state)
+{
+	(void)state;
+	fault_case("qp_fatal=2", NULL, -EIO, "the NIC reported the connection's queue in error",
+		   "async event on QP");
+}
+
+/* RoCE: the move to RTR times out while the kernel resolves the peer's
+ * MAC address (a cold neighbour table at a job's start): it is tried again,
+ * and the connection comes up and carries data. */
+static void rtr_timeouts_are_retried(void **state)
+{
+	struct rw_net *tx = net_new(roce, "rtr_timeout=2"), *rx = net_new(roce, "rtr_timeout=1");
+	struct pair pr;
+
+	(void)state;
+	assert_int_equal(pair_open(tx, rx, &pr), 0);
+	one_message(&pr, 100000);
+	assert_true(rw_test_log_count("did not resolve yet") >= 3);
+	assert_int_equal(rw_net_close_send(pr.s), 0);
+	assert_int_equal(rw_net_close_recv(pr.r), 0);
+	rw_net_destroy(tx);
+	rw_net_destroy(rx);
+}
+
 /* The receiver's buffer lacks remote write access (its NIC registered it
  * without): the emulator refuses the write, the transport reports it. */
 static void buffer_without_remote_write(void **state)
@@ -733,6 +761,8 @@ int main(void)
 		CASE(fault_connection_dropped),
 		CASE(fault_port_down),
 		CASE(buffer_without_remote_write),
+		CASE(rtr_timeouts_are_retried),
+		CASE(fault_qp_fatal_without_completions),
 		CASE(gpudirect_peermem_and_iflush),
 		CASE(dmabuf_registration),
 		CASE(registration_cache),

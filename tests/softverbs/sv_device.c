@@ -161,6 +161,12 @@ out_close:
  *                      port_down=0: down from the start
  *   mr_no_remote=N     registration N silently loses its remote access
  *                      flags (a buffer registered without remote write)
+ *   qp_fatal=N         at message N (lost) the QP raises IBV_EVENT_QP_FATAL
+ *                      and stops: no work request of it completes again,
+ *                      no timer runs (a NIC that can write no completion)
+ *   rtr_timeout=N      the first N moves of a QP to RTR fail with
+ *                      ETIMEDOUT, the state unchanged (RoCE: the kernel
+ *                      could not resolve the peer's MAC address yet)
  *   dmabuf=unsupported ibv_reg_dmabuf_mr fails with EOPNOTSUPP
  *   placement=reverse  payloads land back to front, 64 bytes at a time
  */
@@ -172,7 +178,8 @@ static void faults_parse(struct sv_faults *f, const char *spec)
 				.remote_access = -1,
 				.conn_drop = -1,
 				.port_down = -1,
-				.mr_no_remote = -1};
+				.mr_no_remote = -1,
+				.qp_fatal = -1};
 	if (!spec)
 		return;
 	snprintf(buf, sizeof(buf), "%s", spec);
@@ -193,6 +200,10 @@ static void faults_parse(struct sv_faults *f, const char *spec)
 			f->port_down = n;
 		else if (!strcmp(t, "mr_no_remote"))
 			f->mr_no_remote = n;
+		else if (!strcmp(t, "qp_fatal"))
+			f->qp_fatal = n;
+		else if (!strcmp(t, "rtr_timeout"))
+			f->rtr_timeout = n;
 		else if (!strcmp(t, "dmabuf"))
 			f->dmabuf_unsupported = !strcmp(val, "unsupported");
 		else if (!strcmp(t, "placement"))

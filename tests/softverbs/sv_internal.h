@@ -90,6 +90,8 @@ struct sv_faults {
 	long conn_drop;	     /* at message N the QP's streams are closed */
 	long port_down;	     /* at message N every port goes down (0: at open) */
 	long mr_no_remote;   /* registration N loses its remote access flags */
+	long rtr_timeout;    /* the first N moves to RTR fail with ETIMEDOUT */
+	long qp_fatal;	     /* at message N the QP raises QP_FATAL and freezes */
 	bool dmabuf_unsupported;
 	bool placement_reverse; /* place payloads back to front, 64 B at a time */
 };
@@ -134,8 +136,9 @@ struct sv_ctx {
 	char fabric[IBV_SYSFS_PATH_MAX];
 	uint32_t fabric_hash;
 	struct sv_faults faults;
-	long nmsgs; /* data messages sent so far (faults count them) */
-	long nregs; /* registrations so far */
+	long nmsgs;	    /* data messages sent so far (faults count them) */
+	long nregs;	    /* registrations so far */
+	long nrtr_timeouts; /* moves to RTR failed by rtr_timeout so far */
 	bool port_down;
 	/* MR table: key = index << 8 | generation */
 	struct sv_mr **mrs;
@@ -303,6 +306,7 @@ struct sv_qp {
 	int rsp_fd; /* the peer's: requests in, responses out */
 	bool req_writable, req_readable, rsp_writable, rsp_readable;
 	bool link_dead; /* nothing more is delivered (fault or EOF) */
+	bool frozen;	/* qp_fatal: nothing more moves or completes, no timer runs */
 	/* requester: response parsing */
 	struct sv_rsp_hdr in_rsp;
 	size_t in_rsp_got;

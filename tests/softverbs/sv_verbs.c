@@ -360,6 +360,12 @@ static int sv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int mask)
 	rc = check_values(qp, a, mask);
 	if (rc)
 		goto out;
+	if (next == IBV_QPS_RTR && cur != IBV_QPS_RTR &&
+	    ctx->nrtr_timeouts < ctx->faults.rtr_timeout) {
+		ctx->nrtr_timeouts++;
+		rc = ETIMEDOUT;
+		goto out;
+	}
 
 	if (mask & IBV_QP_PORT)
 		qp->port = a->port_num;

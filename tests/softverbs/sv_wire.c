@@ -280,6 +280,12 @@ static bool faults_on_send(struct sv_qp *qp, struct sv_swqe *w)
 		qp->link_dead = true;
 		return false;
 	}
+	if (n == ctx->faults.qp_fatal) {
+		qp->frozen = true;
+		qp->ack_deadline_ns = 0;
+		sv_async_event(ctx, (uint64_t)(uintptr_t)&qp->vqp.qp, IBV_EVENT_QP_FATAL);
+		return false;
+	}
 	return true;
 }
 
@@ -344,7 +350,7 @@ void sv_wire_pump_tx(struct sv_qp *qp)
 				retire_failed_head(qp);
 			return;
 		}
-		if (qp->link_dead || qp->req_fd < 0 || !qp->req_writable)
+		if (qp->link_dead || qp->frozen || qp->req_fd < 0 || !qp->req_writable)
 			return;
 		if (w->state == SV_SWQE_QUEUED) {
 			if (!faults_on_send(qp, w))
@@ -478,6 +484,8 @@ static void rx_responses(struct sv_qp *qp)
 
 static void timers(struct sv_qp *qp, uint64_t now)
 {
+	if (qp->frozen)
+		return;
 	if (qp->ack_deadline_ns && now >= qp->ack_deadline_ns && qp->sq_count &&
 	    qp->vqp.qp.state == IBV_QPS_RTS) {
 		qp->ack_deadline_ns = 0;

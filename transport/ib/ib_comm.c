@@ -35,6 +35,17 @@ struct rw_ib_comm *rw_ib_comm_by_qp(struct rw_ib_net *net, const struct ibv_qp *
 	return NULL;
 }
 
+struct rw_ib_comm *rw_ib_comm_by_cq(struct rw_ib_net *net, const struct ibv_cq *cq)
+{
+	for (struct rw_list *l = net->comms.next; l != &net->comms; l = l->next) {
+		struct rw_ib_comm *c = rw_container_of(l, struct rw_ib_comm, link);
+
+		if (c->cq == cq)
+			return c;
+	}
+	return NULL;
+}
+
 static const char *qp_state_str(enum ibv_qp_state s)
 {
 	switch (s) {
@@ -49,17 +60,39 @@ static const char *qp_state_str(enum ibv_qp_state s)
 	}
 }
 
+/*
+ * ibv_modify_qp, and again while it times out, for RINGWAY_TIMEOUT_MS at
+ * most: towards RTR on RoCE the kernel resolves the peer's MAC address
+ * (ARP or neighbour discovery), which times out on a cold cache or a
+ * neighbour table under load, as at a large job's start; NCCL retries the
+ * same way.
+ */
 static int qp_modify(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn, struct ibv_qp_attr *a,
 		     int mask)
 {
-	int rc = c->net->v.modify_qp(qp, a, mask);
+	uint64_t start = rw_now_ms(), limit = (uint64_t)c->net->base.cfg.timeout_ms;
+	int rc, tries = 1;
 
+	while ((rc = c->net->v.modify_qp(qp, a, mask)) == ETIMEDOUT &&
+	       rw_now_ms() - start + 100u * (unsigned)tries < limit) {
+		RW_INFO(RW_LOG_NET,
+			"NET/IB: %s: ibv_modify_qp(QP %#x -> %s) for peer %s (GID %s) timed out "
+			"(try %d): the peer's address did not resolve yet; trying again in %d ms",
+			c->dev->name, qp->qp_num, qp_state_str(a->qp_state), c->peer, c->peer_gid,
+			tries, 100 * tries);
+		usleep(100000u * (unsigned)tries);
+		tries++;
+	}
 	if (rc) {
 		RW_WARN(RW_LOG_NET,
 			"NET/IB: %s: ibv_modify_qp(QP %#x -> %s) for peer %s (GID %s, QPN %#x) "
-			"failed: %s",
+			"failed: %s%s",
 			c->dev->name, qp->qp_num, qp_state_str(a->qp_state), c->peer, c->peer_gid,
-			rqpn, strerror(rc));
+			rqpn, strerror(rc),
+			rc == ETIMEDOUT && c->dev->link_layer == IBV_LINK_LAYER_ETHERNET
+				? " (RoCE: is the peer's address reachable from this port's "
+				  "interface? RINGWAY_IB_GID_INDEX picks another GID)"
+				: "");
 		return -rc;
 	}
 	return 0;
@@ -120,8 +153,10 @@ static int qp_connect(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn,
 	};
 	int rc;
 
-	/* RoCE always routes by GID; InfiniBand by LID, by GID across subnets */
-	if (d->link_layer == IBV_LINK_LAYER_ETHERNET || memcmp(peer->gid, d->gid.raw, 8)) {
+	/* RoCE always routes by GID; InfiniBand by LID, by GID across subnets
+	 * and where the port requires a GRH (some virtual functions) */
+	if (d->link_layer == IBV_LINK_LAYER_ETHERNET || d->grh_required ||
+	    memcmp(peer->gid, d->gid.raw, 8)) {
 		a.ah_attr.is_global = 1;
 		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
 		a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
@@ -206,7 +241,9 @@ static void comm_free(struct rw_ib_comm *c)
 	c->fifo_mr = c->stage_mr = c->flush_mr = NULL;
 	free(c->fifo);
 	free(c->stage);
+	free(c->flush_buf);
 	c->fifo = c->stage = NULL;
+	c->flush_buf = NULL;
 	rw_ib_mr_drop_all(c);
 	rw_ib_reqs_free(c);
 	rw_close_fd(&c->fd);
@@ -324,7 +361,12 @@ int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const ch
 		rc = qp_new(c, RW_IB_SQ_DEPTH, 1, &c->flush_qp);
 		if (rc)
 			goto err_free;
-		c->flush_mr = rw_ib_reg_internal(d, &c->flush_buf, sizeof(c->flush_buf),
+		c->flush_buf = page_alloc(4096);
+		if (!c->flush_buf) {
+			rc = -ENOMEM;
+			goto err_free;
+		}
+		c->flush_mr = rw_ib_reg_internal(d, c->flush_buf, sizeof(*c->flush_buf),
 						 IBV_ACCESS_LOCAL_WRITE, "flush buffer");
 		if (!c->flush_mr) {
 			rc = -ENOMEM;

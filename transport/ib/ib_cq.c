@@ -163,8 +163,11 @@ void rw_ib_comm_poll(struct rw_ib_comm *c)
 				r->pending--;
 				break;
 			case RW_IB_WR_RECV:
-				if (!c->failed)
-					rw_ib_post_recvs(c, qpi, 1);
+				/* a receive queue that cannot be refilled would
+				 * leave the peer's writes waiting for receives
+				 * (receiver not ready, retried for ever): fail */
+				if (!c->failed && rw_ib_post_recvs(c, qpi, 1))
+					rw_ib_comm_fail(c, -EIO);
 				deliver(c, ntohl(wc[i].imm_data), wc[i].byte_len);
 				break;
 			default:

@@ -225,9 +225,20 @@ static void comm_watch(struct rw_ib_comm *c, int gone)
 	 * takes (a message lands whole: nothing of it is ever half there) */
 	bool late = !c->patient && now - c->progress_ms > (uint64_t)c->net->base.cfg.timeout_ms;
 	bool down;
-	int waiting;
+	int waiting, aerr;
 
-	if (c->failed || c->npending == 0)
+	if (c->failed)
+		return;
+	aerr = atomic_load(&c->async_err);
+	if (aerr) {
+		RW_WARN(RW_LOG_NET,
+			"NET/IB: %s: peer %s (GID %s): the NIC reported the connection's queue in "
+			"error (async event above): %d request(s) fail",
+			c->dev->name, c->peer, c->peer_gid, incomplete(c));
+		rw_ib_comm_fail(c, aerr);
+		return;
+	}
+	if (c->npending == 0)
 		return;
 	down = atomic_load(&c->dev->port_down);
 	if (!gone && !late && !down)
@@ -541,7 +552,7 @@ int rw_ib_iflush(struct rw_net_comm *base, int n, void **data, const int *sizes,
 	for (int i = 0; i < n; i++) {
 		struct rw_ib_mr *m = rw_ib_mr_of(c, mrs[i]);
 		struct ibv_sge sge = {
-			.addr = (uintptr_t)&c->flush_buf, .length = 1, .lkey = c->flush_mr->lkey};
+			.addr = (uintptr_t)c->flush_buf, .length = 1, .lkey = c->flush_mr->lkey};
 		struct ibv_send_wr wr = {
 			.wr_id = WR_ID((uintptr_t)r, RW_IB_FLUSH_QPI, RW_IB_WR_FLUSH),
 			.sg_list = &sge,

@@ -215,12 +215,21 @@ static void async_event(struct rw_ib_hca *h, const struct ibv_async_event *ev)
 
 		pthread_mutex_lock(&net->lock);
 		c = rw_ib_comm_by_qp(net, ev->element.qp);
-		if (c)
+		if (c) {
 			RW_LOG(lvl, RW_LOG_NET,
 			       "NET/IB: %s: async event on QP %#x to peer %s (GID %s, LID %u): %s",
 			       h->name, ev->element.qp->qp_num, c->peer, c->peer_gid, c->peer_lid,
 			       what);
-		else
+			/* a QP in the error state moves nothing more: its comm
+			 * fails at its next test, even with no work request
+			 * outstanding to be flushed */
+			if (ev->event_type == IBV_EVENT_QP_FATAL ||
+			    ev->event_type == IBV_EVENT_QP_REQ_ERR ||
+			    ev->event_type == IBV_EVENT_QP_ACCESS_ERR)
+				atomic_store(&c->async_err,
+					     ev->event_type == IBV_EVENT_QP_ACCESS_ERR ? -EPROTO
+										       : -EIO);
+		} else
 			RW_LOG(lvl, RW_LOG_NET, "NET/IB: %s: async event on a closed QP: %s",
 			       h->name, what);
 		pthread_mutex_unlock(&net->lock);
@@ -239,11 +248,20 @@ static void async_event(struct rw_ib_hca *h, const struct ibv_async_event *ev)
 	default:
 		break;
 	}
-	if (ev->event_type == IBV_EVENT_CQ_ERR)
+	if (ev->event_type == IBV_EVENT_CQ_ERR) {
+		struct rw_ib_comm *c;
+
+		/* a CQ in error delivers no completion again: its comm fails
+		 * at once rather than at RINGWAY_TIMEOUT_MS */
+		pthread_mutex_lock(&net->lock);
+		c = rw_ib_comm_by_cq(net, ev->element.cq);
 		RW_LOG(lvl, RW_LOG_NET,
-		       "NET/IB: %s: async event: %s (a completion queue overflowed)", h->name,
-		       what);
-	else if (ev->event_type == IBV_EVENT_DEVICE_FATAL)
+		       "NET/IB: %s: async event: %s (a completion queue overflowed%s%s)", h->name,
+		       what, c ? "; peer " : "", c ? c->peer : "");
+		if (c)
+			atomic_store(&c->async_err, -EIO);
+		pthread_mutex_unlock(&net->lock);
+	} else if (ev->event_type == IBV_EVENT_DEVICE_FATAL)
 		RW_LOG(lvl, RW_LOG_NET, "NET/IB: %s: async event: %s", h->name, what);
 	else
 		RW_LOG(lvl, RW_LOG_NET, "NET/IB: %s port %d: async event: %s%s", h->name,
@@ -404,6 +422,9 @@ static void hca_ports(struct rw_ib_net *net, struct rw_ib_hca *h, const struct r
 					? IBV_LINK_LAYER_ETHERNET
 					: IBV_LINK_LAYER_INFINIBAND;
 		d->lid = pa.lid;
+#ifdef IBV_QPF_GRH_REQUIRED
+		d->grh_required = pa.flags & IBV_QPF_GRH_REQUIRED;
+#endif
 		d->mtu = pa.active_mtu;
 		d->speed_mbps = rw_ib_speed_mbps(pa.active_speed, pa.active_width);
 		if (d->speed_mbps <= 0)

@@ -102,7 +102,9 @@ struct rw_ibv {
 	int (*destroy_qp)(struct ibv_qp *qp);
 	const char *(*event_type_str)(enum ibv_event_type type);
 	const char *(*wc_status_str)(enum ibv_wc_status status);
+	int (*fork_init)(void);
 	/* optional (NULL when the library is older) */
+	enum ibv_fork_status (*is_fork_initialized)(void); /* 1.13 */
 	struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
 				       unsigned int access); /* 1.8 */
 	struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t len,
@@ -162,6 +164,7 @@ struct rw_ib_dev {
 	char name[IBV_SYSFS_NAME_MAX + 8];
 	uint8_t port;
 	int link_layer;
+	bool grh_required; /* the port takes no address without a GRH (IBV_QPF_GRH_REQUIRED) */
 	uint16_t lid;
 	enum ibv_mtu mtu;
 	int gid_index;
@@ -304,6 +307,7 @@ struct rw_ib_comm {
 	uint32_t psn;
 	enum ibv_mtu mtu;
 	int failed;	      /* -errno once the connection is unusable */
+	atomic_int async_err; /* -errno: the NIC reported a QP or CQ error (async thread) */
 	bool patient;	      /* recv: receives wait for their message unbounded */
 	uint64_t progress_ms; /* last sign of life from the peer (or of all done) */
 	uint64_t life_ms;     /* last sign of life from the peer, only */
@@ -332,7 +336,10 @@ struct rw_ib_comm {
 	struct rw_ib_req *rreqs[RW_IB_FIFO_SLOTS];
 	struct ibv_qp *flush_qp; /* GPUDirect receives: loopback READs */
 	struct ibv_mr *flush_mr;
-	uint64_t flush_buf;
+	/* the flush READs' target: a page of its own, as the FIFO and the
+	 * staging are, since with fork support on (ibv_fork_init) a
+	 * registration keeps its whole pages from fork()'s children */
+	uint64_t *flush_buf;
 };
 
 static inline struct rw_ib_comm *rw_ib_comm_from(struct rw_net_comm *c)
@@ -408,6 +415,8 @@ void rw_ib_conn_destroy_all(struct rw_ib_net *net);
 /** The open comm that owns qp, for the async thread's messages; NULL when
  *  none does (closed).  Call with net->lock held. */
 struct rw_ib_comm *rw_ib_comm_by_qp(struct rw_ib_net *net, const struct ibv_qp *qp);
+/** The same for a completion queue. */
+struct rw_ib_comm *rw_ib_comm_by_cq(struct rw_ib_net *net, const struct ibv_cq *cq);
 /** Post count receive WRs on QP i.  0 or -errno (logged). */
 int rw_ib_post_recvs(struct rw_ib_comm *c, int i, int count);
 /** Fail the comm with rc (first failure only is kept). */

@@ -51,6 +51,45 @@ static uint8_t auto_ib_timeout(int64_t timeout_ms, int retry_cnt)
 	return t;
 }
 
+/*
+ * fork(): a child of this process (a data loader's workers, system()) must
+ * not end up with the pages the NIC writes into.  Kernels from 5.13 copy
+ * registered pages at fork() and libibverbs says so (IBV_FORK_UNNEEDED);
+ * on older ones it keeps registered pages from the children
+ * (ibv_fork_init(), as NCCL calls it), which must happen before the first
+ * registration in the process.  Once per process.
+ */
+static void fork_support(const struct rw_ibv *v)
+{
+	static int done;
+	struct ibv_device **list;
+	int rc, n = 0;
+
+	/* without a device nothing is ever registered (and libibverbs'
+	 * fork state would outlive the library, unloaded again) */
+	list = v->get_device_list(&n);
+	if (list)
+		v->free_device_list(list);
+	if (n <= 0 || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (v->is_fork_initialized && v->is_fork_initialized() == IBV_FORK_UNNEEDED) {
+		RW_INFO(RW_LOG_INIT | RW_LOG_NET,
+			"NET/IB: the kernel copies registered pages at fork(): no fork support "
+			"needed");
+		return;
+	}
+	rc = v->fork_init();
+	if (rc)
+		RW_WARN(RW_LOG_INIT | RW_LOG_NET,
+			"NET/IB: ibv_fork_init: %s: on this kernel a fork() after memory is "
+			"registered (system(), a data loader's workers) can corrupt transfers",
+			strerror(rc));
+	else
+		RW_INFO(RW_LOG_INIT | RW_LOG_NET,
+			"NET/IB: fork support on (ibv_fork_init): registered pages are kept from "
+			"fork()'s children");
+}
+
 static int ib_devices(struct rw_net *base, int *ndev)
 {
 	if (!ndev)
@@ -138,6 +177,7 @@ int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why
 	rc = boot_addr(net, buf, sizeof(buf));
 	if (rc)
 		goto err_unload;
+	fork_support(&net->v);
 	rc = rw_ib_devs_open(net, buf, sizeof(buf));
 	if (rc)
 		goto err_unload;

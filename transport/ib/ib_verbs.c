@@ -50,6 +50,8 @@ static const struct sym syms[] = {
 	REQ(destroy_qp, "ibv_destroy_qp"),
 	REQ(event_type_str, "ibv_event_type_str"),
 	REQ(wc_status_str, "ibv_wc_status_str"),
+	REQ(fork_init, "ibv_fork_init"),
+	OPT(is_fork_initialized, "ibv_is_fork_initialized", "IBVERBS_1.13"),
 	OPT(reg_mr_iova2, "ibv_reg_mr_iova2", "IBVERBS_1.8"),
 	OPT(query_gid_ex, "_ibv_query_gid_ex", "IBVERBS_1.11"),
 	OPT(reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
