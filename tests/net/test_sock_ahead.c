@@ -49,21 +49,9 @@ static int setup_striped(void **state)
  * the sender's queue soon. */
 static int setup_small_buffers(void **state)
 {
-	const char *env[] = {"RINGWAY_SOCKET_IFNAME",
-			     "=lo",
-			     "RINGWAY_SOCKET_FAMILY",
-			     "ipv4",
-			     "RINGWAY_TIMEOUT_MS",
-			     "20000",
-			     "RINGWAY_SOCKET_NSTREAMS",
-			     "1",
-			     "RINGWAY_SOCKET_BUFFER",
-			     "4096",
-			     NULL};
-
 	(void)state;
 	rw_test_log_reset();
-	return rw_test_config(&cfg, env) || rw_sock_create(&cfg, &net) ? -1 : 0;
+	return sock_net_make_buf(&cfg, "1", "1M", "4096", &net) ? -1 : 0;
 }
 
 static int teardown(void **state)

@@ -28,9 +28,10 @@ struct buf {
 };
 
 /* A socket net on loopback (IPv4, a 20 s timeout) with nstreams streams
- * per connection, striping from min_stripe bytes (registry syntax). */
-static inline int sock_net_make(struct rw_config *cfg, const char *nstreams, const char *min_stripe,
-				struct rw_net **out)
+ * per connection, striping from min_stripe bytes, socket buffers of buffer
+ * bytes ("0": the kernel's autotuning), registry syntax. */
+static inline int sock_net_make_buf(struct rw_config *cfg, const char *nstreams,
+				    const char *min_stripe, const char *buffer, struct rw_net **out)
 {
 	const char *env[] = {"RINGWAY_SOCKET_IFNAME",
 			     "=lo",
@@ -42,11 +43,19 @@ static inline int sock_net_make(struct rw_config *cfg, const char *nstreams, con
 			     nstreams,
 			     "RINGWAY_SOCKET_MIN_STRIPE",
 			     min_stripe,
+			     "RINGWAY_SOCKET_BUFFER",
+			     buffer,
 			     NULL};
 
 	if (rw_test_config(cfg, env))
 		return -EINVAL;
 	return rw_sock_create(cfg, out);
+}
+
+static inline int sock_net_make(struct rw_config *cfg, const char *nstreams, const char *min_stripe,
+				struct rw_net **out)
+{
+	return sock_net_make_buf(cfg, nstreams, min_stripe, "0", out);
 }
 
 /* Teardown: destroy the net, then no socket object may be left and no
