@@ -35,6 +35,26 @@ ncclResult_t rw_abi_connect_v6(int dev, void *handle, void **send_comm)
 	return rw_status_to_nccl(rc);
 }
 
+ncclResult_t rw_abi_connect_tc(int dev, int traffic_class, void *handle, void **send_comm)
+{
+	struct rw_plugin_ctx ctx;
+	struct rw_plugin *p;
+	int rc;
+
+	rc = rw_plugin_from_legacy("connect", &p);
+	if (rc == 0) {
+		/* the legacy context with this traffic class, for this call */
+		ctx = (struct rw_plugin_ctx){
+			.comm_id = p->legacy.comm_id,
+			.traffic_class = traffic_class,
+			.prof = __atomic_load_n(&p->legacy.prof, __ATOMIC_ACQUIRE),
+			.plugin = p->legacy.plugin,
+		};
+		rc = rw_plugin_connect(&ctx, dev, handle, send_comm);
+	}
+	return rw_status_to_nccl(rc);
+}
+
 /* A host plugin leaves NCCL's device handle (a NULL pointer) alone. */
 ncclResult_t rw_abi_connect_legacy(int dev, void *handle, void **send_comm,
 				   ncclNetDeviceHandle_v7_t **dev_comm)

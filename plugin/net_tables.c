@@ -64,12 +64,13 @@ static ncclResult_t init_v10(ncclDebugLogger_t logger, ncclProfilerCallback_t pr
 	return rw_status_to_nccl(rc);
 }
 
-/* The traffic class of config is not applied by the socket transport. */
+/* v10 gives the communicator's config (its traffic class) to each connect. */
 static ncclResult_t connect_v10(int dev, ncclNetCommConfig_v10_t *config, void *handle,
 				void **send_comm, ncclNetDeviceHandle_v10_t **dev_comm)
 {
-	(void)config;
-	return rw_abi_connect_legacy(dev, handle, send_comm, dev_comm);
+	(void)dev_comm;
+	return rw_abi_connect_tc(dev, config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF,
+				 handle, send_comm);
 }
 
 /* --- the tables ---------------------------------------------------------------- */

@@ -123,7 +123,7 @@ int rw_plugin_connect(struct rw_plugin_ctx *ctx, int dev, void *handle, void **s
 		return rc;
 	if (!handle || !send_comm)
 		return rw_plugin_bad_arg("connect", "handle or sendComm is NULL");
-	rc = rw_net_connect(p->net, dev, handle, &c);
+	rc = rw_net_connect_tc(p->net, dev, handle, ctx->traffic_class, &c);
 	if (rc)
 		return rc;
 	if (!c) { /* in progress: NCCL calls again */

@@ -215,6 +215,8 @@ ncclResult_t rw_abi_devices(int *ndev);
 ncclResult_t rw_abi_listen_legacy(int dev, void *handle, void **listen_comm);
 ncclResult_t rw_abi_listen_ctx(void *ctx, int dev, void *handle, void **listen_comm);
 ncclResult_t rw_abi_connect_v6(int dev, void *handle, void **send_comm);
+/* connect of the legacy context with a communicator's traffic class (v10). */
+ncclResult_t rw_abi_connect_tc(int dev, int traffic_class, void *handle, void **send_comm);
 ncclResult_t rw_abi_connect_legacy(int dev, void *handle, void **send_comm,
 				   ncclNetDeviceHandle_v7_t **dev_comm);
 ncclResult_t rw_abi_connect_ctx(void *ctx, int dev, void *handle, void **send_comm,

@@ -266,8 +266,8 @@ static void describe_peer(const struct rw_auto_handle *h, bool shm, const void *
 	snprintf(buf, len, "%s:%u", host, port);
 }
 
-static int auto_connect(struct rw_net *base, int dev, const void *handle,
-			struct rw_net_comm **send_comm)
+static int auto_connect_tc(struct rw_net *base, int dev, const void *handle, int traffic_class,
+			   struct rw_net_comm **send_comm)
 {
 	struct rw_auto_net *a = auto_from(base);
 	struct rw_auto_handle h;
@@ -300,7 +300,7 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 		rc = rw_net_connect(a->shm, 0, part, &c);
 	} else if (a->net && (h.flags & RW_AUTO_HAS_SOCK)) {
 		memcpy(part, h.sock, sizeof(h.sock));
-		rc = rw_net_connect(a->net, dev, part, &c);
+		rc = rw_net_connect_tc(a->net, dev, part, traffic_class, &c);
 	} else {
 		RW_WARN(RW_LOG_NET, "auto: connect(dev=%d): no transport reaches the peer (%s, %s)",
 			dev, why, a->net ? "it has no socket listener" : "no socket device here");
@@ -317,6 +317,12 @@ static int auto_connect(struct rw_net *base, int dev, const void *handle,
 	}
 	*send_comm = c;
 	return 0;
+}
+
+static int auto_connect(struct rw_net *base, int dev, const void *handle,
+			struct rw_net_comm **send_comm)
+{
+	return auto_connect_tc(base, dev, handle, -1, send_comm);
 }
 
 static int auto_accept(struct rw_net_listen *base, struct rw_net_comm **recv_comm)
@@ -444,6 +450,7 @@ static const struct rw_net_ops auto_ops = {
 	.close_recv = auto_close_comm,
 	.close_listen = auto_close_listen,
 	.destroy = auto_destroy,
+	.connect_tc = auto_connect_tc,
 };
 
 static int auto_create(const struct rw_config *cfg, struct rw_net **out)

@@ -241,6 +241,13 @@ struct rw_net_ops {
 	int (*irecv_sink)(struct rw_net_comm *comm, void *data, size_t size, int tag,
 			  struct rw_net_mr *mr, const struct rw_net_sink *sink,
 			  struct rw_net_req **req);
+	/** Optional (NULL: connect() and the class is not used): connect() for
+	 *  a communicator with a traffic class of its own (NCCL's
+	 *  ncclNetCommConfig trafficClass, 0..255), which a transport with a
+	 *  priority setting of its own uses where it has none configured (ib:
+	 *  the QPs' traffic class, both ends of the connection). */
+	int (*connect_tc)(struct rw_net *net, int dev, const void *handle, int traffic_class,
+			  struct rw_net_comm **send_comm);
 };
 
 /** Base of every transport instance. */
@@ -295,6 +302,16 @@ static inline int rw_net_connect(struct rw_net *net, int dev, const void *handle
 				 struct rw_net_comm **send_comm)
 {
 	return net->ops->connect(net, dev, handle, send_comm);
+}
+
+/* connect() with the communicator's traffic class (0..255; -1 or a
+ * transport without connect_tc: plain connect()). */
+static inline int rw_net_connect_tc(struct rw_net *net, int dev, const void *handle,
+				    int traffic_class, struct rw_net_comm **send_comm)
+{
+	if (traffic_class < 0 || traffic_class > 255 || !net->ops->connect_tc)
+		return net->ops->connect(net, dev, handle, send_comm);
+	return net->ops->connect_tc(net, dev, handle, traffic_class, send_comm);
 }
 
 static inline int rw_net_accept(struct rw_net_listen *l, struct rw_net_comm **recv_comm)

@@ -5,7 +5,9 @@
  * virtual device numbered after the physical ones and counted by
  * devices(), its merged properties in v11's and v12's structs (vProps
  * listing the NICs), refusals (a device twice, out of range, more than the
- * version's vProps hold, a virtual device), and a message through it.
+ * version's vProps hold, a virtual device), and a message through it; then
+ * the same for a communicator with a traffic class of its own (init's
+ * config), which every ib connection under the virtual device takes.
  *   test_fuse_plugin PLUGIN.so
  */
 #define _GNU_SOURCE
@@ -19,6 +21,7 @@
 #include "common/rw_common.h"
 
 static int failures;
+static int comms, tc96_comms; /* ib comms announced; of them with traffic class 96 */
 
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
@@ -33,16 +36,20 @@ static int failures;
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
 		   const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
 	(void)flags, (void)file, (void)line;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (strstr(msg, "comm with peer")) {
+		comms++;
+		tc96_comms += strstr(msg, "traffic class 96") != NULL;
+	}
 	if (level > NCCL_LOG_WARN && !getenv("RINGWAY_TEST_VERBOSE"))
 		return;
-	va_start(ap, fmt);
-	fprintf(stderr, "[plugin %s] ", level == NCCL_LOG_WARN ? "WARN" : "INFO");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
+	fprintf(stderr, "[plugin %s] %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
 }
 
 /* One 3 MiB message over the virtual device, every byte checked. */
@@ -177,6 +184,20 @@ int main(int argc, char **argv)
 	CHECK(n->makeVDevice(&d, &(ncclNetVDeviceProps_v11_t){2, {2, 0}}) != ncclSuccess,
 	      "a virtual device was fused again");
 	transfer(n, ctx, 2);
+	CHECK(tc96_comms == 0, "%d comms with traffic class 96 before any asked", tc96_comms);
+	{
+		ncclNetCommConfig_v11_t c96 = {.trafficClass = 96};
+		void *ctx96 = NULL;
+		int before = comms;
+
+		CHECK(n->init(&ctx96, 2, &c96, logger, NULL) == ncclSuccess, "init, class 96");
+		transfer(n, ctx96, 2);
+		/* every connection under the virtual device, both ends, over
+		 * each of the two NICs */
+		CHECK(tc96_comms == comms - before && tc96_comms >= 4,
+		      "%d of %d comms with traffic class 96", tc96_comms, comms - before);
+		CHECK(n->finalize(ctx96) == ncclSuccess, "finalize, class 96");
+	}
 	CHECK(n->finalize(ctx) == ncclSuccess, "finalize");
 	if (!failures)
 		printf("test_fuse_plugin: all checks passed\n");

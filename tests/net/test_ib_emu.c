@@ -486,6 +486,60 @@ static void fault_qp_fatal_without_completions(void **state)
 		   "async event on QP");
 }
 
+/* A connection for a communicator with a traffic class of its own (NCCL's
+ * ncclConfig_t.trafficClass): both ends' QPs take it, unless
+ * RINGWAY_IB_TC is set, which wins; plain connect keeps 0. */
+static void pair_open_tc(struct rw_net *tx, struct rw_net *rx, int tc, struct pair *p)
+{
+	char handle[RW_NET_HANDLE_MAXSIZE];
+	struct rw_net_listen *l = NULL;
+	uint64_t deadline = rw_now_ms() + WAIT_MS;
+	int rc = rw_net_listen(rx, 0, handle, &l);
+
+	p->s = p->r = NULL;
+	while (!rc && (!p->s || !p->r)) {
+		if (!p->s)
+			rc = rw_net_connect_tc(tx, 0, handle, tc, &p->s);
+		if (!rc && !p->r)
+			rc = rw_net_accept(l, &p->r);
+		if (!rc && rw_now_ms() > deadline)
+			rc = -ETIMEDOUT;
+	}
+	if (l)
+		rw_net_close_listen(l);
+	assert_int_equal(rc, 0);
+}
+
+static void traffic_class_of_the_communicator(void **state)
+{
+	static const char *const roce_tc8[] = {"RINGWAY_IB_HCA", "=sv_roce0", "RINGWAY_IB_TC", "8",
+					       NULL};
+	struct rw_net *tx = net_new(roce, NULL), *rx = net_new(roce, NULL);
+	struct rw_net *tx8 = net_new(roce_tc8, NULL);
+	struct pair pr;
+
+	(void)state;
+	pair_open_tc(tx, rx, 96, &pr);
+	one_message(&pr, 4096);
+	assert_int_equal(rw_test_log_count("send comm with peer"), 1);
+	assert_int_equal(rw_test_log_count("MTU 4096, traffic class 96"), 2); /* both ends */
+	assert_int_equal(rw_net_close_send(pr.s), 0);
+	assert_int_equal(rw_net_close_recv(pr.r), 0);
+
+	pair_open_tc(tx8, rx, 96, &pr); /* RINGWAY_IB_TC wins */
+	assert_int_equal(rw_test_log_count("MTU 4096, traffic class 8"), 2);
+	assert_int_equal(rw_net_close_send(pr.s), 0);
+	assert_int_equal(rw_net_close_recv(pr.r), 0);
+
+	assert_int_equal(pair_open(tx, rx, &pr), 0); /* no class: 0 */
+	assert_int_equal(rw_test_log_count("MTU 4096, traffic class 0"), 2);
+	assert_int_equal(rw_net_close_send(pr.s), 0);
+	assert_int_equal(rw_net_close_recv(pr.r), 0);
+	rw_net_destroy(tx);
+	rw_net_destroy(tx8);
+	rw_net_destroy(rx);
+}
+
 /* RoCE: the move to RTR times out while the kernel resolves the peer's
  * MAC address (a cold neighbour table at a job's start): it is tried again,
  * and the connection comes up and carries data. */
@@ -763,6 +817,7 @@ int main(void)
 		CASE(buffer_without_remote_write),
 		CASE(rtr_timeouts_are_retried),
 		CASE(fault_qp_fatal_without_completions),
+		CASE(traffic_class_of_the_communicator),
 		CASE(gpudirect_peermem_and_iflush),
 		CASE(dmabuf_registration),
 		CASE(registration_cache),

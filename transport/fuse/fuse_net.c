@@ -434,8 +434,8 @@ static int pconn_get(struct rw_fuse_net *f, int dev, const void *handle, struct 
 	return 0;
 }
 
-static int fuse_connect(struct rw_net *net, int dev, const void *handle,
-			struct rw_net_comm **send_comm)
+static int fuse_connect_tc(struct rw_net *net, int dev, const void *handle, int traffic_class,
+			   struct rw_net_comm **send_comm)
 {
 	struct rw_fuse_net *f = fuse_net_from(net);
 	struct fuse_pconn *pc = NULL;
@@ -443,8 +443,8 @@ static int fuse_connect(struct rw_net *net, int dev, const void *handle,
 	int rc, up = 0;
 
 	if (dev >= 0 && dev < f->nphys)
-		return rw_net_connect(f->bases[f->phys[dev].base], f->phys[dev].local, handle,
-				      send_comm);
+		return rw_net_connect_tc(f->bases[f->phys[dev].base], f->phys[dev].local, handle,
+					 traffic_class, send_comm);
 	v = vdev_of(f, dev);
 	if (!v || !handle || !send_comm) {
 		RW_WARN(RW_LOG_NET, "fuse: connect(dev=%d): %d device(s)", dev, total_devs(f));
@@ -457,7 +457,8 @@ static int fuse_connect(struct rw_net *net, int dev, const void *handle,
 		const struct fuse_phys *p = sub_phys(f, v, i);
 
 		if (!pc->subc[i])
-			rc = rw_net_connect(p->wire, p->local, pc->subh[i], &pc->subc[i]);
+			rc = rw_net_connect_tc(p->wire, p->local, pc->subh[i], traffic_class,
+					       &pc->subc[i]);
 		if (rc)
 			RW_WARN(RW_LOG_NET, "fuse: connect over NIC %s (connection %d of %s): %s",
 				p->name, i, v->name, strerror(-rc));
@@ -485,6 +486,12 @@ static int listen_check(struct rw_net_listen *base, const char *call, struct rw_
 	}
 	*out = l;
 	return 0;
+}
+
+static int fuse_connect(struct rw_net *net, int dev, const void *handle,
+			struct rw_net_comm **send_comm)
+{
+	return fuse_connect_tc(net, dev, handle, -1, send_comm);
 }
 
 static int fuse_accept(struct rw_net_listen *base, struct rw_net_comm **recv_comm)
@@ -564,6 +571,7 @@ static const struct rw_net_ops fuse_ops = {
 	.close_recv = rw_fuse_close_comm,
 	.close_listen = fuse_close_listen,
 	.destroy = fuse_destroy,
+	.connect_tc = fuse_connect_tc,
 };
 
 int rw_fuse_create(const struct rw_config *cfg, struct rw_net *const *bases, int nbases,

@@ -161,7 +161,7 @@ static int qp_connect(struct rw_ib_comm *c, struct ibv_qp *qp, uint32_t rqpn,
 		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
 		a.ah_attr.grh.sgid_index = (uint8_t)d->gid_index;
 		a.ah_attr.grh.hop_limit = 255;
-		a.ah_attr.grh.traffic_class = net->tc;
+		a.ah_attr.grh.traffic_class = c->tc;
 	}
 	a.ah_attr.dlid = peer->lid;
 	rc = qp_modify(c, qp, rqpn, &a,
@@ -314,6 +314,7 @@ int rw_ib_comm_new(struct rw_ib_net *net, int dev, bool send, int nqps, const ch
 	c->dev = d;
 	c->fd = -1;
 	c->nqps = nqps;
+	c->tc = (uint8_t)(net->tc >= 0 ? net->tc : 0);
 	c->psn = (uint32_t)rw_tcp_nonce64() & 0xffffff;
 	c->mtu = d->mtu;
 	c->cts_seq = 1;
@@ -398,6 +399,7 @@ void rw_ib_info_fill(const struct rw_ib_comm *c, uint64_t nonce, struct rw_ib_co
 	m->nonce = nonce;
 	memcpy(m->gid, c->dev->gid.raw, 16);
 	m->lid = c->dev->lid;
+	m->tc = c->tc;
 	m->psn = c->psn;
 	for (int i = 0; i < c->nqps; i++)
 		m->qpn[i] = c->qps[i]->qp_num;
@@ -457,10 +459,10 @@ void rw_ib_comm_announce(struct rw_ib_comm *c)
 {
 	RW_INFO(RW_LOG_NET,
 		"NET/IB: %s: %s comm with peer %s (GID %s, LID %u, QPN %#x%s), "
-		"%d QP(s), MTU %s",
+		"%d QP(s), MTU %s, traffic class %u",
 		c->dev->name, c->obj.kind == RW_IB_SEND_MAGIC ? "send" : "receive", c->peer,
 		c->peer_gid, c->peer_lid, c->rqpn[0], c->nqps > 1 ? "..." : "", c->nqps,
-		rw_ibv_mtu_str(c->mtu));
+		rw_ibv_mtu_str(c->mtu), c->tc);
 }
 
 /* --- close -------------------------------------------------------------- */

@@ -194,8 +194,10 @@ static int cand_step(struct rw_ib_listen *l, struct rw_ib_cand *k)
 			return -1;
 		}
 		rc = rw_ib_comm_new(net, l->dev, false, k->theirs.nqps, k->peer, &k->comm);
-		if (!rc)
+		if (!rc) {
+			k->comm->tc = k->theirs.tc; /* both ends: the connecting side's */
 			rc = rw_ib_comm_connect_qps(k->comm, &k->theirs);
+		}
 		if (rc) {
 			cand_drop(l, k, "setting up the QPs failed", -rc);
 			return -1;
@@ -302,7 +304,7 @@ static void connect_free(struct rw_ib_connect *k)
 	free(k);
 }
 
-static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_handle *h,
+static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_handle *h, int tc,
 			 struct rw_ib_connect **out)
 {
 	struct rw_ib_connect *k = calloc(1, sizeof(*k));
@@ -329,6 +331,9 @@ static int connect_start(struct rw_ib_net *net, int dev, const struct rw_ib_hand
 		free(k);
 		return rc;
 	}
+	/* RINGWAY_IB_TC, else the communicator's class, else 0 (NCCL's order) */
+	if (net->tc < 0 && tc >= 0)
+		k->comm->tc = (uint8_t)tc;
 	k->fd = -1;
 	rc = rw_tcp_socket(sa.ss_family, &k->fd);
 	if (!rc)
@@ -404,7 +409,8 @@ io:
 	return rc;
 }
 
-int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_net_comm **out)
+int rw_ib_connect_tc(struct rw_net *base, int dev, const void *handle, int traffic_class,
+		     struct rw_net_comm **out)
 {
 	struct rw_ib_net *net = rw_ib_net_from(base);
 	struct rw_ib_connect *k = NULL;
@@ -435,7 +441,7 @@ int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_ne
 	}
 	pthread_mutex_unlock(&net->lock);
 	if (!k) {
-		rc = connect_start(net, dev, &h, &k);
+		rc = connect_start(net, dev, &h, traffic_class, &k);
 		if (rc)
 			return rc;
 	}
@@ -481,4 +487,9 @@ void rw_ib_conn_destroy_all(struct rw_ib_net *net)
 	rw_grave_free_all(&net->dead_comms, offsetof(struct rw_ib_comm, link),
 			  offsetof(struct rw_ib_comm, reqs));
 	rw_grave_free_all(&net->dead_listeners, offsetof(struct rw_ib_listen, link), 0);
+}
+
+int rw_ib_connect(struct rw_net *base, int dev, const void *handle, struct rw_net_comm **out)
+{
+	return rw_ib_connect_tc(base, dev, handle, -1, out);
 }

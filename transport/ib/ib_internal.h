@@ -197,7 +197,8 @@ struct rw_ib_net {
 	struct rw_ib_dev devs[RW_IB_MAX_DEVS];
 	struct sockaddr_storage boot; /* set-up address (port 0) */
 	char boot_str[RW_IB_ADDRSTRLEN];
-	uint8_t ib_timeout, retry_cnt, tc, sl;
+	uint8_t ib_timeout, retry_cnt, sl;
+	int tc; /* RINGWAY_IB_TC; -1: the communicator's (connect_tc), else 0 */
 	int nqps;
 };
 
@@ -297,6 +298,7 @@ struct rw_ib_comm {
 	char peer[RW_IB_ADDRSTRLEN]; /* the peer's TCP address */
 	char peer_gid[RW_IB_GIDSTRLEN];
 	uint16_t peer_lid;
+	uint8_t tc; /* the QPs' traffic class: the connecting side's choice */
 	struct ibv_cq *cq;
 	int nqps;
 	struct ibv_qp *qps[RW_IB_MAX_QPS];
@@ -408,6 +410,9 @@ int rw_ib_listen(struct rw_net *net, int dev, void *handle, struct rw_net_listen
 int rw_ib_accept(struct rw_net_listen *l, struct rw_net_comm **out);
 int rw_ib_close_listen(struct rw_net_listen *l);
 int rw_ib_connect(struct rw_net *net, int dev, const void *handle, struct rw_net_comm **out);
+/** connect with the communicator's traffic class (used unless RINGWAY_IB_TC is set). */
+int rw_ib_connect_tc(struct rw_net *net, int dev, const void *handle, int traffic_class,
+		     struct rw_net_comm **out);
 int rw_ib_close_send(struct rw_net_comm *c);
 int rw_ib_close_recv(struct rw_net_comm *c);
 /** Free what a net still holds at destroy (listeners, connects, comms, shells). */

@@ -142,10 +142,12 @@ static const struct rw_net_ops ib_ops = {
 	.destroy = ib_destroy,
 	.describe = rw_ib_describe,
 	.patient = rw_ib_patient,
+	.connect_tc = rw_ib_connect_tc,
 };
 
 int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why, size_t why_len)
 {
+	char tc_str[32];
 	struct rw_ib_net *net;
 	char buf[768] = "";
 	int rc;
@@ -167,7 +169,7 @@ int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why
 	net->retry_cnt = (uint8_t)cfg->ib_retry_cnt;
 	net->ib_timeout = cfg->ib_timeout ? (uint8_t)cfg->ib_timeout
 					  : auto_ib_timeout(cfg->timeout_ms, net->retry_cnt);
-	net->tc = (uint8_t)cfg->ib_tc;
+	net->tc = (int)cfg->ib_tc;
 	net->sl = (uint8_t)cfg->ib_sl;
 	rw_ib_live_add(RW_IB_LIVE_NETS, 1);
 
@@ -181,12 +183,16 @@ int rw_ib_create_why(const struct rw_config *cfg, struct rw_net **out, char *why
 	rc = rw_ib_devs_open(net, buf, sizeof(buf));
 	if (rc)
 		goto err_unload;
+	if (net->tc >= 0)
+		snprintf(tc_str, sizeof(tc_str), "%d", net->tc);
+	else
+		snprintf(tc_str, sizeof(tc_str), "the communicator's, else 0");
 	RW_INFO(RW_LOG_INIT | RW_LOG_NET,
 		"NET/IB: %d device(s) from %s, %d QP(s) per connection, timeout %u "
-		"(%.0f ms per try), retry count %u, traffic class %u, service level %u, "
+		"(%.0f ms per try), retry count %u, traffic class %s, service level %u, "
 		"set-up over %s",
 		net->ndev, net->v.path, net->nqps, net->ib_timeout,
-		4.096e-3 * (double)(1u << net->ib_timeout), net->retry_cnt, net->tc, net->sl,
+		4.096e-3 * (double)(1u << net->ib_timeout), net->retry_cnt, tc_str, net->sl,
 		net->boot_str);
 	*out = &net->base;
 	return 0;

@@ -72,16 +72,17 @@ static_assert(sizeof(struct rw_ib_handle) <= RW_NET_HANDLE_MAXSIZE, "NCCL handle
 /* --- the connection record (both directions, fixed size) ------------------ */
 
 struct rw_ib_conn_info {
-	uint32_t magic;		     /*   0: RW_IB_MAGIC */
-	uint8_t version;	     /*   4: RW_IB_VERSION */
-	uint8_t link_layer;	     /*   5: IBV_LINK_LAYER_INFINIBAND / _ETHERNET */
-	uint8_t nqps;		     /*   6: QPs of the connection (the sender's choice) */
-	uint8_t mtu;		     /*   7: active MTU (enum ibv_mtu) */
-	uint64_t nonce;		     /*   8: the listener's nonce (sender), echoed back */
-	uint8_t gid[16];	     /*  16: the GID this side's QPs use */
-	uint16_t lid;		     /*  32: port LID (InfiniBand) */
-	uint16_t rsvd0;		     /*  34 */
-	uint32_t psn;		     /*  36: first packet sequence number */
+	uint32_t magic;	    /*   0: RW_IB_MAGIC */
+	uint8_t version;    /*   4: RW_IB_VERSION */
+	uint8_t link_layer; /*   5: IBV_LINK_LAYER_INFINIBAND / _ETHERNET */
+	uint8_t nqps;	    /*   6: QPs of the connection (the sender's choice) */
+	uint8_t mtu;	    /*   7: active MTU (enum ibv_mtu) */
+	uint64_t nonce;	    /*   8: the listener's nonce (sender), echoed back */
+	uint8_t gid[16];    /*  16: the GID this side's QPs use */
+	uint16_t lid;	    /*  32: port LID (InfiniBand) */
+	uint8_t tc;	    /*  34: sender: the connection's traffic class (both ends use it) */
+	uint8_t rsvd0;	    /*  35 */
+	uint32_t psn;	    /*  36: first packet sequence number */
 	uint32_t qpn[RW_IB_MAX_QPS]; /* 40 */
 	uint64_t fifo_addr;	     /* 104: sender: its CTS FIFO; receiver: 0 */
 	uint32_t fifo_rkey;	     /* 112 */
