@@ -85,8 +85,9 @@ static struct rw_net *net_new(const char *const *extra, const char *faults)
 
 static const char *const roce[] = {"RINGWAY_IB_HCA", "=sv_roce0", NULL};
 
-/* A connection from tx (sending) to rx (receiving), both on device 0. */
-static int pair_open(struct rw_net *tx, struct rw_net *rx, struct pair *p)
+/* A connection from tx (sending) to rx (receiving), both on device 0, for
+ * a communicator of traffic class tc (-1: none). */
+static int pair_open_tc(struct rw_net *tx, struct rw_net *rx, int tc, struct pair *p)
 {
 	char handle[RW_NET_HANDLE_MAXSIZE];
 	struct rw_net_listen *l = NULL;
@@ -96,7 +97,7 @@ static int pair_open(struct rw_net *tx, struct rw_net *rx, struct pair *p)
 	p->s = p->r = NULL;
 	while (!rc && (!p->s || !p->r)) {
 		if (!p->s)
-			rc = rw_net_connect(tx, 0, handle, &p->s);
+			rc = rw_net_connect_tc(tx, 0, handle, tc, &p->s);
 		if (!rc && !p->r)
 			rc = rw_net_accept(l, &p->r);
 		if (!rc && rw_now_ms() > deadline)
@@ -105,6 +106,11 @@ static int pair_open(struct rw_net *tx, struct rw_net *rx, struct pair *p)
 	if (l)
 		rw_net_close_listen(l);
 	return rc;
+}
+
+static int pair_open(struct rw_net *tx, struct rw_net *rx, struct pair *p)
+{
+	return pair_open_tc(tx, rx, -1, p);
 }
 
 static void pair_close(struct pair *p)
@@ -489,27 +495,6 @@ static void fault_qp_fatal_without_completions(void **state)
 /* A connection for a communicator with a traffic class of its own (NCCL's
  * ncclConfig_t.trafficClass): both ends' QPs take it, unless
  * RINGWAY_IB_TC is set, which wins; plain connect keeps 0. */
-static void pair_open_tc(struct rw_net *tx, struct rw_net *rx, int tc, struct pair *p)
-{
-	char handle[RW_NET_HANDLE_MAXSIZE];
-	struct rw_net_listen *l = NULL;
-	uint64_t deadline = rw_now_ms() + WAIT_MS;
-	int rc = rw_net_listen(rx, 0, handle, &l);
-
-	p->s = p->r = NULL;
-	while (!rc && (!p->s || !p->r)) {
-		if (!p->s)
-			rc = rw_net_connect_tc(tx, 0, handle, tc, &p->s);
-		if (!rc && !p->r)
-			rc = rw_net_accept(l, &p->r);
-		if (!rc && rw_now_ms() > deadline)
-			rc = -ETIMEDOUT;
-	}
-	if (l)
-		rw_net_close_listen(l);
-	assert_int_equal(rc, 0);
-}
-
 static void traffic_class_of_the_communicator(void **state)
 {
 	static const char *const roce_tc8[] = {"RINGWAY_IB_HCA", "=sv_roce0", "RINGWAY_IB_TC", "8",
@@ -519,14 +504,14 @@ static void traffic_class_of_the_communicator(void **state)
 	struct pair pr;
 
 	(void)state;
-	pair_open_tc(tx, rx, 96, &pr);
+	assert_int_equal(pair_open_tc(tx, rx, 96, &pr), 0);
 	one_message(&pr, 4096);
 	assert_int_equal(rw_test_log_count("send comm with peer"), 1);
 	assert_int_equal(rw_test_log_count("MTU 4096, traffic class 96"), 2); /* both ends */
 	assert_int_equal(rw_net_close_send(pr.s), 0);
 	assert_int_equal(rw_net_close_recv(pr.r), 0);
 
-	pair_open_tc(tx8, rx, 96, &pr); /* RINGWAY_IB_TC wins */
+	assert_int_equal(pair_open_tc(tx8, rx, 96, &pr), 0); /* RINGWAY_IB_TC wins */
 	assert_int_equal(rw_test_log_count("MTU 4096, traffic class 8"), 2);
 	assert_int_equal(rw_net_close_send(pr.s), 0);
 	assert_int_equal(rw_net_close_recv(pr.r), 0);
